@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# All the set-up, idempotent: virtualenv with the pinned packages, the Java jars from Maven Central,
+# the Airflow home on SQLite. Each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+
+wanted="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
+  echo "setup: installing the pinned Python packages"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"
+  .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.txt
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
+  echo "$wanted" > .venv/.installed
+fi
+
+if [ ! -f .local/jars/cassandra/cassandra-all-5.0.8.jar ]; then
+  echo "setup: resolving Apache Cassandra 5.0.8 from Maven Central"
+  mvn --batch-mode --quiet package -f jars/cassandra/pom.xml
+fi
+if [ ! -f .local/jars/spark/spark-cassandra-connector_2.12-3.5.1.jar ]; then
+  echo "setup: resolving the Spark Cassandra Connector 3.5.1 from Maven Central"
+  mvn --batch-mode --quiet package -f jars/spark/pom.xml
+fi
+
+if [ -x scripts/airflow-init.sh ]; then
+  scripts/airflow-init.sh
+fi

@@ -1,0 +1,362 @@
+"""A real local Apache Cassandra 5.0 node, run from the cassandra-all jars of Maven Central as its own JVM.
+
+Used by `james-consistency cassandra start|stop|status` and by the test suite's session fixture.
+All of its state (config, data, logs, pid) lives in one git-ignored folder.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from james_consistency.errors import OperatorError
+from james_consistency.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
+
+# From Cassandra 5.0's conf/jvm17-server.options: the module openings it needs on Java 17.
+JVM17_OPTIONS = [
+    "-Djdk.attach.allowAttachSelf=true",
+    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports=java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+    "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+    "--add-exports=java.rmi/sun.rmi.server=ALL-UNNAMED",
+    "--add-exports=java.sql/java.sql=ALL-UNNAMED",
+    "--add-exports=java.base/java.lang.ref=ALL-UNNAMED",
+    "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED",
+    "--add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+    "--add-exports=jdk.attach/sun.tools.attach=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.module=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.loader=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.math=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.module=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.util.jar=ALL-UNNAMED",
+    "--add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-XX:+UseG1GC",
+    "-Xss256k",
+    "-Djava.net.preferIPv4Stack=true",
+]
+
+# Skip the waits a multi-node cluster needs: one node, nobody to gossip with.
+FAST_START_OPTIONS = [
+    "-Dcassandra.superuser_setup_delay_ms=0",
+    "-Dcassandra.ring_delay_ms=1000",
+    "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+]
+
+LOGBACK_XML = """<configuration scan="false">
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log_dir}/system.log</file>
+    <encoder><pattern>%-5level [%thread] %date{{ISO8601}} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <filter class="ch.qos.logback.classic.filter.ThresholdFilter"><level>WARN</level></filter>
+    <encoder><pattern>%-5level [%thread] %date{{ISO8601}} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="FILE" />
+    <appender-ref ref="STDOUT" />
+  </root>
+</configuration>
+"""
+
+
+@dataclass(frozen=True)
+class LocalNode:
+    """One local node: its folder and its ports. Two nodes need two folders and distinct ports."""
+
+    home: Path = LOCAL_DIR / "cassandra"
+    native_port: int = 9042
+    storage_port: int = 7000
+    jmx_port: int = 7199
+    heap: str = "2G"
+    # The commit log is not synced to disk: for throwaway test nodes only.
+    skip_sync: bool = False
+
+    @classmethod
+    def from_env(cls, **overrides) -> "LocalNode":
+        values = {
+            "home": Path(os.environ.get("JAMES_CASSANDRA_HOME", LOCAL_DIR / "cassandra")),
+            "native_port": int(os.environ.get("CASSANDRA_PORT", 9042)),
+            "storage_port": int(os.environ.get("JAMES_CASSANDRA_STORAGE_PORT", 7000)),
+            "jmx_port": int(os.environ.get("JAMES_CASSANDRA_JMX_PORT", 7199)),
+            "heap": os.environ.get("JAMES_CASSANDRA_HEAP", "2G"),
+        }
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "cassandra.pid"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    # ---- state -------------------------------------------------------------------------------
+
+    def pid(self) -> int | None:
+        """The pid of this node's JVM if it is alive, else None (a stale pid file is removed)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        if _process_alive(pid) and _is_cassandra(pid):
+            return pid
+        self.pid_file.unlink(missing_ok=True)
+        return None
+
+    def release_version(self, timeout: float = 2.0) -> str | None:
+        """The node's `release_version` if it answers CQL on its port, else None."""
+        from cassandra.cluster import Cluster, NoHostAvailable
+        from cassandra.policies import RoundRobinPolicy
+
+        if not _port_open("127.0.0.1", self.native_port, timeout):
+            return None
+        cluster = Cluster(
+            ["127.0.0.1"],
+            port=self.native_port,
+            connect_timeout=timeout,
+            control_connection_timeout=timeout,
+            load_balancing_policy=RoundRobinPolicy(),
+            protocol_version=5,
+        )
+        try:
+            session = cluster.connect()
+            return session.execute("SELECT release_version FROM system.local").one().release_version
+        except (NoHostAvailable, OSError, Exception):  # noqa: BLE001 - any failure means "not ready"
+            return None
+        finally:
+            cluster.shutdown()
+
+    def status(self) -> dict:
+        pid = self.pid()
+        version = self.release_version() if pid else None
+        return {
+            "running": pid is not None,
+            "ready": version is not None,
+            "pid": pid,
+            "address": f"127.0.0.1:{self.native_port}",
+            "release_version": version,
+            "home": str(self.home),
+        }
+
+    # ---- start / stop ------------------------------------------------------------------------
+
+    def start(self, timeout: float = 180.0) -> dict:
+        """Start the node and return once it answers CQL. Idempotent: a running node is left as is."""
+        if self.pid() is not None:
+            if self.release_version() is None:
+                self._wait_ready(self.pid(), timeout)
+            return self.status()
+        for port, what in (
+            (self.native_port, "CQL"),
+            (self.storage_port, "storage"),
+            (self.jmx_port, "JMX"),
+        ):
+            if _port_open("127.0.0.1", port, 0.5) or not _port_bindable(port):
+                raise OperatorError(
+                    f"port {port} ({what}) on 127.0.0.1 is already in use by another process; "
+                    f"free it or choose other ports (--port, JAMES_CASSANDRA_STORAGE_PORT, JAMES_CASSANDRA_JMX_PORT)"
+                )
+        classpath = self._classpath()
+        self._write_config()
+        command = self._java_command(classpath)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_dir / "stdout.log", "ab") as out:
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.home,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(str(process.pid))
+        self._wait_ready(process.pid, timeout)
+        return self.status()
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the node; True if one was running. No JVM is left behind."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _process_alive(pid):
+            _reap(pid)
+            time.sleep(0.2)
+        if _process_alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while _process_alive(pid):
+                _reap(pid)
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _wait_ready(self, pid: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _process_alive(pid):
+                _reap(pid)
+                self.pid_file.unlink(missing_ok=True)
+                raise OperatorError(
+                    f"Cassandra exited during start-up; last log lines:\n{self._log_tail()}"
+                )
+            if self.release_version() is not None:
+                return
+            time.sleep(0.5)
+        raise OperatorError(
+            f"Cassandra did not answer CQL on 127.0.0.1:{self.native_port} within {timeout:.0f}s "
+            f"(pid {pid}, logs in {self.log_dir})"
+        )
+
+    def _log_tail(self, lines: int = 15) -> str:
+        for name in ("system.log", "stdout.log"):
+            path = self.log_dir / name
+            if path.exists():
+                errors = [
+                    line
+                    for line in path.read_text(errors="replace").splitlines()
+                    if line.startswith(("ERROR", "Exception", "Caused by")) or "Exception" in line
+                ]
+                if errors:
+                    return "\n".join(errors[-lines:])
+        return "(no log)"
+
+    def _classpath(self) -> str:
+        if not (CASSANDRA_JARS_DIR / "cassandra-all-5.0.8.jar").exists():
+            raise OperatorError(
+                f"Cassandra jars are missing from {CASSANDRA_JARS_DIR}: run scripts/setup.sh first"
+            )
+        return f"{self.conf_dir}:{CASSANDRA_JARS_DIR}/*"
+
+    def _java_command(self, classpath: str) -> list[str]:
+        command = [
+            os.environ.get("JAVA", "java"),
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            f"-javaagent:{CASSANDRA_JARS_DIR / 'jamm-0.4.0.jar'}",
+            *JVM17_OPTIONS,
+            *FAST_START_OPTIONS,
+            f"-Dcassandra.config=file://{self.conf_dir / 'cassandra.yaml'}",
+            f"-Dlogback.configurationFile=file://{self.conf_dir / 'logback.xml'}",
+            f"-Dcassandra.logdir={self.log_dir}",
+            f"-Dcassandra.jmx.local.port={self.jmx_port}",
+            "-Dcassandra-foreground=yes",
+        ]
+        if self.skip_sync:
+            command.append("-Dcassandra.skip_sync=true")
+        return [*command, "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon"]
+
+    def _write_config(self) -> None:
+        data = self.home / "data"
+        for folder in (self.conf_dir, self.log_dir, data):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.conf_dir / "cassandra.yaml").write_text(
+            f"""# Written by james-consistency for a single local development node.
+cluster_name: james-consistency-local
+num_tokens: 8
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+endpoint_snitch: SimpleSnitch
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:{self.storage_port}"
+listen_address: 127.0.0.1
+rpc_address: 127.0.0.1
+native_transport_port: {self.native_port}
+storage_port: {self.storage_port}
+start_native_transport: true
+auto_snapshot: false
+storage_compatibility_mode: NONE
+data_file_directories:
+  - {data}/data
+commitlog_directory: {data}/commitlog
+saved_caches_directory: {data}/saved_caches
+hints_directory: {data}/hints
+cdc_raw_directory: {data}/cdc_raw
+authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer
+read_request_timeout: 20000ms
+range_request_timeout: 30000ms
+write_request_timeout: 10000ms
+cas_contention_timeout: 5000ms
+batch_size_fail_threshold: 1000KiB
+"""
+        )
+        (self.conf_dir / "logback.xml").write_text(LOGBACK_XML.format(log_dir=self.log_dir))
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _is_cassandra(pid: int) -> bool:
+    try:
+        return b"CassandraDaemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the JVM is our own child, so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(pid, sig)
+
+
+def _port_open(host: str, port: int, timeout: float) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _port_bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

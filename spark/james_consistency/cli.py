@@ -1,0 +1,163 @@
+"""`james-consistency`: the command line that drives the local stack and the repair jobs outside Airflow."""
+
+import argparse
+import json
+import sys
+
+from james_consistency.errors import OperatorError
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: sizes must be 0 or more")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"rate {value} is outside 0..1")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _non_negative(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 1..65535")
+    return value
+
+
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="Cassandra contact point (default: CASSANDRA_HOST or 127.0.0.1)")
+    parser.add_argument("--port", type=_port, help="CQL port (default: CASSANDRA_PORT or 9042)")
+
+
+def _settings(args):
+    from james_consistency.cql import CassandraSettings
+
+    return CassandraSettings.from_env(host=args.host, port=args.port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="james-consistency",
+        description="Consistency repairs for Apache James's Cassandra tables.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    node = commands.add_parser("cassandra", help="run the local Apache Cassandra 5.0 node")
+    node.add_argument("action", choices=["start", "stop", "status"])
+    node.add_argument("--port", type=_port, help="CQL port of the local node (default: CASSANDRA_PORT or 9042)")
+    node.set_defaults(handler=_cassandra)
+
+    schema = commands.add_parser("schema", help="create the James keyspace and tables (idempotent)")
+    schema.add_argument("--keyspace", required=True)
+    schema.add_argument("--generation", choices=["3.9", "3.5"], default="3.9")
+    _add_connection_options(schema)
+    schema.set_defaults(handler=_schema)
+
+    seed = commands.add_parser("seed", help="write a consistent James platform, as James would")
+    seed.add_argument("--keyspace", required=True)
+    seed.add_argument("--users", type=_non_negative, required=True)
+    seed.add_argument("--mailboxes-per-user", type=_non_negative, required=True)
+    seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
+    seed.add_argument("--random-seed", type=int, default=42)
+    _add_connection_options(seed)
+    seed.set_defaults(handler=_seed)
+
+    fault = commands.add_parser("break", help="inject a partial-write failure of James and record it")
+    fault.add_argument("--keyspace", required=True)
+    fault.add_argument("--kind", required=True, help="fault kind (see --kind list)")
+    fault.add_argument("--rate", type=_rate, default=0.01, help="share of candidate rows to break, 0..1")
+    fault.add_argument("--random-seed", type=int, default=7)
+    fault.add_argument("--manifest", help="JSON manifest path (default: .local/faults/<keyspace>-<kind>.json)")
+    _add_connection_options(fault)
+    fault.set_defaults(handler=_break)
+    return parser
+
+
+def _cassandra(args) -> int:
+    from james_consistency.cassandra_node import LocalNode
+
+    node = LocalNode.from_env(native_port=args.port)
+    if args.action == "start":
+        status = node.start()
+        print(f"Cassandra {status['release_version']} ready on {status['address']} (pid {status['pid']})")
+    elif args.action == "stop":
+        stopped = node.stop()
+        print("Cassandra stopped" if stopped else "Cassandra was not running")
+    else:
+        status = node.status()
+        if status["running"]:
+            state = "ready" if status["ready"] else "starting"
+            print(
+                f"Cassandra {status['release_version'] or ''} {state} on {status['address']} "
+                f"(pid {status['pid']}, home {status['home']})".replace("  ", " ")
+            )
+        else:
+            print(f"Cassandra not running (home {status['home']})")
+            return 3
+    return 0
+
+
+def _schema(args) -> int:
+    from james_consistency.cql import close, connect
+    from james_consistency.schema import create_schema
+
+    session = connect(_settings(args))
+    try:
+        created = create_schema(session, args.keyspace, args.generation)
+    finally:
+        close(session)
+    print(f"keyspace {args.keyspace.lower()}: James {args.generation} schema, {len(created)} tables")
+    return 0
+
+
+def _seed(args) -> int:
+    from james_consistency.seed import seed_platform
+
+    summary = seed_platform(
+        _settings(args),
+        keyspace=args.keyspace,
+        users=args.users,
+        mailboxes_per_user=args.mailboxes_per_user,
+        messages_per_mailbox=args.messages_per_mailbox,
+        random_seed=args.random_seed,
+    )
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def _break(args) -> int:
+    from james_consistency.faults import inject
+
+    manifest = inject(
+        _settings(args),
+        keyspace=args.keyspace,
+        kind=args.kind,
+        rate=args.rate,
+        random_seed=args.random_seed,
+        manifest_path=args.manifest,
+    )
+    print(json.dumps({key: value for key, value in manifest.items() if key != "rows"}, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except OperatorError as error:
+        print(f"james-consistency: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Spark with the Spark Cassandra Connector: an in-process session for the CLI tools, a spark-submit command for jobs."""
+
+import os
+import sys
+from pathlib import Path
+
+from james_consistency.cql import CassandraSettings
+from james_consistency.paths import PROJECT_ROOT, spark_jars
+
+CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
+
+
+def connector_conf(settings: CassandraSettings) -> dict[str, str]:
+    """Connector settings; the password is passed through the environment of the job, not its command line."""
+    conf = {
+        "spark.sql.extensions": CASSANDRA_EXTENSIONS,
+        "spark.cassandra.connection.host": settings.host,
+        "spark.cassandra.connection.port": str(settings.port),
+        # The default split (512 MB) would leave one core idle on small tables.
+        "spark.cassandra.input.split.sizeInMB": "16",
+        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if settings.local_dc:
+        conf["spark.cassandra.connection.localDC"] = settings.local_dc
+    if settings.username:
+        conf["spark.cassandra.auth.username"] = settings.username
+    return conf
+
+
+def local_session(app_name: str, settings: CassandraSettings, master: str | None = None):
+    """An in-process SparkSession (local[*] unless SPARK_MASTER says otherwise) with the connector jars."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
+        .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
+    )
+    for key, value in connector_conf(settings).items():
+        builder = builder.config(key, value)
+    if settings.password:
+        builder = builder.config("spark.cassandra.auth.password", settings.password)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    return session
+
+
+def spark_submit_command(
+    entry_point: Path, arguments: list[str], settings: CassandraSettings, master: str | None = None
+) -> list[str]:
+    """The spark-submit command line of the virtualenv's Spark, with the connector jars shipped by --jars."""
+    spark_submit = Path(sys.executable).with_name("spark-submit")
+    command = [
+        str(spark_submit),
+        "--master",
+        master or os.environ.get("SPARK_MASTER", "local[*]"),
+        "--jars",
+        ",".join(str(jar) for jar in spark_jars()),
+        "--driver-memory",
+        os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
+    ]
+    for key, value in connector_conf(settings).items():
+        command += ["--conf", f"{key}={value}"]
+    return [*command, str(entry_point), *arguments]
+
+
+JOBS_DIR = PROJECT_ROOT / "spark" / "jobs"

@@ -1,0 +1,70 @@
+"""Shared fixtures: one real local Cassandra node per test session, a fresh keyspace per test module, real Spark."""
+
+import os
+import uuid
+
+import pytest
+
+from james_consistency.cassandra_node import LocalNode
+from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.paths import LOCAL_DIR
+
+TEST_NODE = LocalNode(
+    home=LOCAL_DIR / "test-cassandra",
+    native_port=int(os.environ.get("JAMES_TEST_CASSANDRA_PORT", 19042)),
+    storage_port=int(os.environ.get("JAMES_TEST_CASSANDRA_STORAGE_PORT", 17000)),
+    jmx_port=int(os.environ.get("JAMES_TEST_CASSANDRA_JMX_PORT", 17199)),
+    heap="1G",
+    skip_sync=True,
+)
+
+
+@pytest.fixture(scope="session")
+def cassandra_node():
+    """The test node, started by the same code as `james-consistency cassandra start`.
+
+    A node already running (another pytest session, or JAMES_TEST_KEEP_NODE=1 from an earlier one) is reused and
+    left running; a node this session started is stopped at the end unless JAMES_TEST_KEEP_NODE=1.
+    """
+    started_here = TEST_NODE.pid() is None
+    TEST_NODE.start()
+    yield TEST_NODE
+    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+        TEST_NODE.stop()
+
+
+@pytest.fixture(scope="session")
+def cassandra_settings(cassandra_node) -> CassandraSettings:
+    return CassandraSettings(host="127.0.0.1", port=cassandra_node.native_port)
+
+
+@pytest.fixture(scope="session")
+def cql(cassandra_settings):
+    session = connect(cassandra_settings)
+    yield session
+    close(session)
+
+
+@pytest.fixture
+def new_keyspace(cql, request):
+    """A factory of unique keyspace names; every keyspace it named is dropped after the test."""
+    created = []
+
+    def make(prefix: str = "t") -> str:
+        name = f"{prefix}_{request.node.name[:20]}_{uuid.uuid4().hex[:8]}".lower()
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        cql.execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
+
+
+@pytest.fixture(scope="session")
+def spark(cassandra_settings):
+    from james_consistency.spark_env import local_session
+
+    session = local_session("james-consistency-tests", cassandra_settings, master="local[2]")
+    yield session
+    session.stop()
