@@ -4,7 +4,6 @@ import os
 import uuid
 
 import pytest
-
 from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR

@@ -216,9 +216,7 @@ class LocalNode:
             if not _process_alive(pid):
                 _reap(pid)
                 self.pid_file.unlink(missing_ok=True)
-                raise OperatorError(
-                    f"Cassandra exited during start-up; last log lines:\n{self._log_tail()}"
-                )
+                raise OperatorError(f"Cassandra exited during start-up; last log lines:\n{self._log_tail()}")
             if self.release_version() is not None:
                 return
             time.sleep(0.5)
@@ -242,9 +240,7 @@ class LocalNode:
 
     def _classpath(self) -> str:
         if not (CASSANDRA_JARS_DIR / "cassandra-all-5.0.8.jar").exists():
-            raise OperatorError(
-                f"Cassandra jars are missing from {CASSANDRA_JARS_DIR}: run scripts/setup.sh first"
-            )
+            raise OperatorError(f"Cassandra jars are missing from {CASSANDRA_JARS_DIR}: run scripts/setup.sh first")
         return f"{self.conf_dir}:{CASSANDRA_JARS_DIR}/*"
 
     def _java_command(self, classpath: str) -> list[str]:

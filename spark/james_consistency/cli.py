@@ -80,7 +80,34 @@ def build_parser() -> argparse.ArgumentParser:
     fault.add_argument("--manifest", help="JSON manifest path (default: .local/faults/<keyspace>-<kind>.json)")
     _add_connection_options(fault)
     fault.set_defaults(handler=_break)
+
+    for mode, help_text in (
+        ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
+        ("repair", "repair a projection from its source of truth"),
+        ("verify", "re-scan and re-check: does the projection now match its truth?"),
+    ):
+        job = commands.add_parser(mode, help=help_text)
+        _add_job_options(job, mode)
+        job.set_defaults(handler=_job, mode=mode)
     return parser
+
+
+def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
+    from james_consistency.projections import TARGETS
+
+    parser.add_argument("target", choices=TARGETS, help="what to check or repair")
+    parser.add_argument("--keyspace", required=True)
+    parser.add_argument("--report", help="JSON report path (default: .local/reports/<target>-<mode>-<time>.json)")
+    parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates")
+    if mode == "repair":
+        parser.add_argument(
+            "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
+        )
+        parser.add_argument("--recheck-delay", type=float, default=5.0, help="seconds between scan and re-check")
+        parser.add_argument("--truth-consistency", default="LOCAL_QUORUM", help="e.g. LOCAL_QUORUM or SERIAL")
+        parser.add_argument("--max-destructive-share", type=_rate, default=0.05)
+        parser.add_argument("--allow-destructive", action="store_true")
+    _add_connection_options(parser)
 
 
 def _cassandra(args) -> int:
@@ -148,6 +175,38 @@ def _break(args) -> int:
     )
     print(json.dumps({key: value for key, value in manifest.items() if key != "rows"}, indent=2))
     return 0
+
+
+def _job(args) -> int:
+    """Run the Spark job through spark-submit, exactly as the DAGs do."""
+    import subprocess
+    from datetime import UTC, datetime
+
+    from james_consistency.paths import REPORTS_DIR
+    from james_consistency.schema import validate_keyspace_name
+    from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+
+    keyspace = validate_keyspace_name(args.keyspace)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    report = args.report or str(REPORTS_DIR / f"{args.target}-{args.mode}-{stamp}.json")
+    arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]
+    if args.no_gates:
+        arguments.append("--no-gates")
+    if args.mode == "repair":
+        arguments += [
+            "--messages-per-second",
+            str(args.messages_per_second),
+            "--recheck-delay",
+            str(args.recheck_delay),
+            "--truth-consistency",
+            args.truth_consistency,
+            "--max-destructive-share",
+            str(args.max_destructive_share),
+        ]
+        if args.allow_destructive:
+            arguments.append("--allow-destructive")
+    command = spark_submit_command(JOBS_DIR / "reconcile.py", arguments, _settings(args))
+    return subprocess.run(command, check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,9 +82,7 @@ def require_keyspace(session, keyspace: str) -> None:
 
 
 def table_names(session, keyspace: str) -> set[str]:
-    rows = session.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,)
-    )
+    rows = session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
     return {row.table_name for row in rows}
 
 

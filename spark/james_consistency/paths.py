@@ -17,7 +17,5 @@ def spark_jars() -> list[Path]:
     if not jars:
         from james_consistency.errors import OperatorError
 
-        raise OperatorError(
-            f"no Spark Cassandra Connector jars in {SPARK_JARS_DIR}: run scripts/setup.sh first"
-        )
+        raise OperatorError(f"no Spark Cassandra Connector jars in {SPARK_JARS_DIR}: run scripts/setup.sh first")
     return jars

@@ -84,7 +84,12 @@ def _message_tables(metadata: tuple[tuple[str, str], ...]) -> list[Table]:
 _SHARED_TABLES = [
     Table(
         "mailbox",
-        (("id", "timeuuid"), ("mailboxbase", "frozen<mailboxbase>"), ("name", "text"), ("uidvalidity", "bigint")),
+        (
+            ("id", "timeuuid"),
+            ("mailboxbase", "frozen<mailboxbase>"),
+            ("name", "text"),
+            ("uidvalidity", "bigint"),
+        ),
         ("id",),
     ),
     Table(

@@ -1,0 +1,147 @@
+"""Safe apply, run in the Spark executors: re-read each candidate from live Cassandra and fix it only if it is
+still inconsistent, with writes stamped so that anything a user writes after the re-read wins."""
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from james_consistency.cql import CassandraSettings
+from james_consistency.engine.live import RateLimiter, executor_session, now_micros, prepared, with_retries
+from james_consistency.engine.spec import ProjectionSpec
+
+ADDED = "added"
+UPDATED = "updated"
+REMOVED = "removed"
+ALREADY_CONSISTENT = "already_consistent"
+FAILED = "failed"
+
+OUTCOME_SCHEMA = "kind string, action string, error string, sample string"
+
+
+@dataclass(frozen=True)
+class ApplyContext:
+    settings: CassandraSettings
+    keyspace: str
+    truth_consistency: str = "LOCAL_QUORUM"
+    projection_consistency: str = "LOCAL_QUORUM"
+    write_consistency: str = "LOCAL_QUORUM"
+    rate_per_task: float = 0.0
+    # False: re-check only (verification), report what would be done, write nothing.
+    write: bool = True
+
+
+def to_cql_value(value, cql_type: str):
+    """A Spark value of a key column as the Python driver binds it."""
+    if value is None:
+        return None
+    if cql_type in ("timeuuid", "uuid"):
+        return uuid.UUID(str(value))
+    return value
+
+
+def comparable(row: dict | None, columns: tuple[str, ...]) -> tuple | None:
+    """A row read by the driver, in a form where equal Cassandra contents compare equal."""
+    if row is None:
+        return None
+    values = []
+    for column in columns:
+        value = row.get(column)
+        if isinstance(value, set | frozenset) or type(value).__name__ == "SortedSet":
+            value = tuple(sorted(value)) or None
+        values.append(value)
+    return tuple(values)
+
+
+class ProjectionWriter:
+    """Reads and writes one projection table by its key, through prepared statements."""
+
+    def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
+        table = f"{context.keyspace}.{spec.projection_table}"
+        where = " AND ".join(f"{column} = ?" for column in spec.key)
+        self.session = session
+        self.spec = spec
+        self.context = context
+        self.select = prepared(
+            session,
+            f"SELECT {', '.join(spec.columns)} FROM {table} WHERE {where}",
+            context.projection_consistency,
+        )
+        self.upsert = prepared(
+            session,
+            f"INSERT INTO {table} ({', '.join(spec.columns)}) VALUES ({', '.join('?' for _ in spec.columns)}) "
+            "USING TIMESTAMP ?",
+            context.write_consistency,
+        )
+        self.delete = prepared(
+            session, f"DELETE FROM {table} USING TIMESTAMP ? WHERE {where}", context.write_consistency
+        )
+
+    def read(self, key: dict) -> dict | None:
+        values = [key[column] for column in self.spec.key]
+        return with_retries(lambda: self.session.execute(self.select, values).one())
+
+    def write(self, row: dict, timestamp: int) -> None:
+        values = [_bindable(row.get(column)) for column in self.spec.columns] + [timestamp]
+        with_retries(lambda: self.session.execute(self.upsert, values))
+
+    def remove(self, key: dict, timestamp: int) -> None:
+        values = [timestamp] + [key[column] for column in self.spec.key]
+        with_retries(lambda: self.session.execute(self.delete, values))
+
+
+def _bindable(value):
+    if type(value).__name__ == "SortedSet":
+        return set(value) or None
+    return value
+
+
+def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext, spec: ProjectionSpec, candidate):
+    """Re-check one candidate and fix it if it is still inconsistent. Returns the action taken.
+
+    The write timestamp is taken BEFORE the re-read: a user write made after the re-read carries a later
+    timestamp and wins over this repair whatever the order the two writes reach Cassandra in; a user write
+    made before it is visible to the re-read, so the repair writes what the truth now says.
+    """
+    key = {column: to_cql_value(candidate[column], spec.cql_types.get(column, "")) for column in spec.key}
+    write_timestamp = now_micros()
+    expected = spec.recheck(session, context, key, candidate)
+    current = writer.read(key)
+    if comparable(expected, spec.columns) == comparable(current, spec.columns):
+        return ALREADY_CONSISTENT
+    if expected is None:
+        if context.write:
+            writer.remove(key, write_timestamp)
+        return REMOVED
+    if context.write:
+        writer.write(expected, write_timestamp)
+    return ADDED if current is None else UPDATED
+
+
+def apply_partition(context: ApplyContext, spec: ProjectionSpec):
+    """A mapPartitions function over candidate rows, yielding one outcome per candidate."""
+
+    def run(candidates):
+        session = executor_session(context.settings)
+        writer = ProjectionWriter(session, context, spec)
+        limiter = RateLimiter(context.rate_per_task)
+        for candidate in candidates:
+            limiter.wait()
+            sample = json.dumps(
+                {column: _jsonable(candidate[column]) for column in spec.sample_columns}, sort_keys=True
+            )
+            try:
+                action = reconcile_candidate(writer, session, context, spec, candidate)
+                yield (candidate["kind"], action, None, sample)
+            except Exception as error:  # noqa: BLE001 - one bad row must not stop the run; it is reported
+                yield (candidate["kind"], FAILED, f"{type(error).__name__}: {str(error)[:300]}", sample)
+
+    return run
+
+
+def _jsonable(value):
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value

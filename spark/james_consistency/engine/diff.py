@@ -1,0 +1,80 @@
+"""The diff: pure DataFrame -> DataFrame functions, unit-testable on tiny local DataFrames."""
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+MISSING = "missing"
+OUTDATED = "outdated"
+ORPHAN = "orphan"
+KINDS = (MISSING, OUTDATED, ORPHAN)
+
+EXPECTED_PREFIX = "expected_"
+ACTUAL_PREFIX = "actual_"
+PRESENCE = "__present"
+
+
+def normalize_empty_collections(frame: DataFrame) -> DataFrame:
+    """Cassandra stores an empty set as no value: compare an empty array and null as the same thing."""
+    columns = []
+    for name, data_type in frame.dtypes:
+        if data_type.startswith("array"):
+            columns.append(F.when(F.size(F.col(name)) > 0, F.array_sort(F.col(name))).alias(name))
+        else:
+            columns.append(F.col(name))
+    return frame.select(*columns)
+
+
+def _prefixed(frame: DataFrame, prefix: str, key: tuple[str, ...]) -> DataFrame:
+    return frame.select(
+        *(F.col(name) for name in key),
+        *(F.col(name).alias(prefix + name) for name in frame.columns if name not in key),
+        F.lit(True).alias(prefix + PRESENCE),
+    )
+
+
+def rows_differ(value_columns: tuple[str, ...]) -> Column:
+    """True when any value column differs, nulls compared as values."""
+    if not value_columns:
+        return F.lit(False)
+    differences = [~F.col(EXPECTED_PREFIX + name).eqNullSafe(F.col(ACTUAL_PREFIX + name)) for name in value_columns]
+    return reduce(lambda left, right: left | right, differences)
+
+
+def compare(expected: DataFrame, actual: DataFrame, key: tuple[str, ...], value_columns: tuple[str, ...]) -> DataFrame:
+    """Full outer join of expected and actual projection rows on the projection key, with a `kind` column:
+
+    - missing: an expected row with no actual row at its key;
+    - outdated: both exist and differ in any value column (the fix rewrites the whole row);
+    - orphan: an actual row with no expected row at its key (the fix deletes it);
+    - null: both exist and are equal.
+    Columns: the key, `expected_<column>` and `actual_<column>` for every value column, `kind`.
+    """
+    joined = _prefixed(normalize_empty_collections(expected), EXPECTED_PREFIX, key).join(
+        _prefixed(normalize_empty_collections(actual), ACTUAL_PREFIX, key), on=list(key), how="full_outer"
+    )
+    has_expected = F.col(EXPECTED_PREFIX + PRESENCE).isNotNull()
+    has_actual = F.col(ACTUAL_PREFIX + PRESENCE).isNotNull()
+    kind = (
+        F.when(has_expected & ~has_actual, F.lit(MISSING))
+        .when(~has_expected & has_actual, F.lit(ORPHAN))
+        .when(rows_differ(value_columns), F.lit(OUTDATED))
+    )
+    return joined.withColumn("kind", kind)
+
+
+def inconsistencies(compared: DataFrame) -> DataFrame:
+    """Only the rows that need a fix."""
+    return compared.where(F.col("kind").isNotNull())
+
+
+def plan_metrics(compared: DataFrame) -> list[Column]:
+    """Aggregate expressions counting, in the same pass as the diff, what was processed and found."""
+    has_expected = F.col(EXPECTED_PREFIX + PRESENCE).isNotNull()
+    has_actual = F.col(ACTUAL_PREFIX + PRESENCE).isNotNull()
+    return [
+        F.count(F.when(has_expected, 1)).alias("expected_rows"),
+        F.count(F.when(has_actual, 1)).alias("projection_rows"),
+        *(F.count(F.when(F.col("kind") == kind, 1)).alias(kind) for kind in KINDS),
+    ]

@@ -1,0 +1,100 @@
+"""The spark-submit entry point of every repair: `spark/jobs/reconcile.py` calls `main()`.
+
+Exit codes: 0 COMPLETED, 2 bad input (wrong keyspace, missing table, node unreachable), 3 PARTIAL (some rows
+failed; the report lists them; a re-run converges), 4 a Great Expectations gate failed (nothing written when it was
+a gate before the repair).
+"""
+
+import argparse
+import logging
+import os
+import sys
+
+from james_consistency.cql import CassandraSettings
+from james_consistency.errors import OperatorError
+
+EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED = 0, 2, 3, 4
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reconcile", description="Repair one James projection from its truth.")
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--keyspace", required=True)
+    parser.add_argument("--mode", choices=["check", "repair", "verify"], default="check")
+    parser.add_argument("--messages-per-second", type=float, default=0.0)
+    parser.add_argument("--recheck-delay", type=float, default=0.0, help="seconds between scan and re-check")
+    parser.add_argument("--truth-consistency", default="LOCAL_QUORUM")
+    parser.add_argument("--write-consistency", default="LOCAL_QUORUM")
+    parser.add_argument("--max-destructive-share", type=float, default=0.05)
+    parser.add_argument("--allow-destructive", action="store_true")
+    parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates (benchmarks)")
+    parser.add_argument("--report", required=True, help="where to write the JSON report")
+    parser.add_argument("--run-dir", help="work folder for candidates and outcomes")
+    return parser
+
+
+def settings_from_spark(spark) -> CassandraSettings:
+    """Host and port as the connector sees them; credentials from the environment only."""
+    conf = spark.sparkContext.getConf()
+    env = CassandraSettings.from_env()
+    return CassandraSettings(
+        host=conf.get("spark.cassandra.connection.host", env.host),
+        port=int(conf.get("spark.cassandra.connection.port", str(env.port))),
+        username=env.username,
+        password=env.password,
+        local_dc=conf.get("spark.cassandra.connection.localDC", env.local_dc or "") or None,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("great_expectations", "py4j", "cassandra"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    from james_consistency.engine.run import (
+        PARTIAL,
+        GateFailed,
+        RunOptions,
+        execute,
+        summary_line,
+        write_report,
+    )
+
+    options = RunOptions(
+        target=args.target,
+        keyspace=args.keyspace,
+        mode=args.mode,
+        messages_per_second=args.messages_per_second,
+        recheck_delay_seconds=args.recheck_delay,
+        truth_consistency=args.truth_consistency,
+        write_consistency=args.write_consistency,
+        max_destructive_share=args.max_destructive_share,
+        allow_destructive=args.allow_destructive,
+        run_dir=args.run_dir,
+        gates_enabled=not args.no_gates,
+    )
+    spark = SparkSession.builder.appName(f"james-consistency-{args.mode}-{args.target}").getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    code = EXIT_COMPLETED
+    try:
+        report = execute(spark, settings_from_spark(spark), options)
+        if report["status"] == PARTIAL:
+            code = EXIT_PARTIAL
+    except GateFailed as failure:
+        report = failure.report
+        code = EXIT_GATE_FAILED
+    except OperatorError as error:
+        print(f"james-consistency: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        spark.stop()
+    path = write_report(report, args.report)
+    print(summary_line(report))
+    for gate in report.get("gates", []):
+        if not gate["success"]:
+            print(f"gate {gate['name']} FAILED: {gate['failed_expectations']}")
+    print(f"report: {path}")
+    return code

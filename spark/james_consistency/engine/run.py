@@ -1,0 +1,339 @@
+"""One run of the engine for one projection: check (dry run), repair, or verify.
+
+    scan truth + scan projection -> diff -> gates -> delayed re-check against live Cassandra -> apply -> report
+
+Nothing is collected to the driver but counts and bounded samples: candidates and outcomes go through parquet
+files in the run's work folder.
+"""
+
+import json
+import logging
+import math
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from james_consistency import gates
+from james_consistency.cql import CassandraSettings, close, connect, require_tables
+from james_consistency.engine import apply as apply_module
+from james_consistency.engine.diff import (
+    ACTUAL_PREFIX,
+    EXPECTED_PREFIX,
+    KINDS,
+    compare,
+    inconsistencies,
+    plan_metrics,
+)
+from james_consistency.engine.spec import ProjectionSpec
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR
+from james_consistency.projections import projection_spec
+from james_consistency.schema import detect_generation, validate_keyspace_name
+
+log = logging.getLogger("james_consistency")
+
+COMPLETED = "COMPLETED"
+PARTIAL = "PARTIAL"
+FAILED = "FAILED"
+CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
+
+
+class GateFailed(Exception):
+    """A Great Expectations gate failed: the run stopped before writing (or the repair left differences)."""
+
+    def __init__(self, report: dict):
+        super().__init__(report["gates"][-1]["name"] if report.get("gates") else "gate")
+        self.report = report
+
+
+@dataclass
+class RunOptions:
+    target: str
+    keyspace: str
+    mode: str = "check"  # check (dry run) | repair | verify
+    messages_per_second: float = 0.0  # 0 = unthrottled
+    recheck_delay_seconds: float = 0.0
+    truth_consistency: str = "LOCAL_QUORUM"
+    write_consistency: str = "LOCAL_QUORUM"
+    max_destructive_share: float = 0.05
+    allow_destructive: bool = False
+    sample_size: int = 100
+    run_dir: str | None = None
+    gates_enabled: bool = True
+
+    def validate(self) -> None:
+        validate_keyspace_name(self.keyspace)
+        if self.mode not in ("check", "repair", "verify"):
+            raise OperatorError(f"unknown mode '{self.mode}': check, repair or verify")
+        if self.messages_per_second < 0 or self.recheck_delay_seconds < 0:
+            raise OperatorError("messages-per-second and recheck-delay must be 0 or more")
+        if not 0 <= self.max_destructive_share <= 1:
+            raise OperatorError(f"max destructive share {self.max_destructive_share} is outside 0..1")
+        for level in (self.truth_consistency, self.write_consistency):
+            if level not in CONSISTENCY_LEVELS:
+                raise OperatorError(f"unknown consistency level '{level}': one of {', '.join(CONSISTENCY_LEVELS)}")
+
+    @property
+    def dry_run(self) -> bool:
+        return self.mode != "repair"
+
+
+@dataclass
+class Run:
+    options: RunOptions
+    settings: CassandraSettings
+    spark: SparkSession
+    report: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.work_dir = Path(self.options.run_dir or LOCAL_DIR / "runs" / self.run_id)
+        self.started = time.time()
+
+
+def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[str, ...]) -> DataFrame:
+    """A full scan of a Cassandra table through the connector, only the named columns."""
+    return (
+        spark.read.format("org.apache.spark.sql.cassandra")
+        .options(keyspace=keyspace, table=table.lower())
+        .load()
+        .select(*columns)
+    )
+
+
+def candidate_columns(spec: ProjectionSpec) -> list:
+    """What each candidate carries to the apply phase: its key, its kind, the scan's hints and sample identity."""
+    hints = [F.col(prefix + name) for name in spec.hint_columns for prefix in (EXPECTED_PREFIX, ACTUAL_PREFIX)]
+    identity = [
+        F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)).alias(name)
+        for name in spec.sample_columns
+        if name not in spec.key
+    ]
+    return [*(F.col(name) for name in spec.key), F.col("kind"), *hints, *identity]
+
+
+def execute(spark: SparkSession, settings: CassandraSettings, options: RunOptions) -> dict:
+    """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate."""
+    options.validate()
+    run = Run(options, settings, spark)
+    keyspace = options.keyspace.lower()
+    session = connect(settings, keyspace)
+    try:
+        generation = detect_generation(session, keyspace)
+        if generation is None:
+            raise OperatorError(f"keyspace '{keyspace}' has no James message tables (imapUidTable is missing)")
+        spec = projection_spec(options.target, generation)
+        require_tables(session, keyspace, [spec.truth_table, spec.projection_table])
+    finally:
+        close(session)
+
+    report = _new_report(run, spec, generation)
+    run.report = report
+    run.truth_rows_field = spec.report_names.processed_truth
+    log.info("%s %s on keyspace %s (James %s)", options.mode, spec.name, keyspace, generation)
+
+    truth = read_table(spark, keyspace, spec.truth_table, spec.truth_columns).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        truth_rows = truth.count()
+        report[spec.report_names.processed_truth] = truth_rows
+        if options.gates_enabled:
+            _gate(run, gates.validate(truth, f"{spec.name}_truth_health", asset=f"{spec.name}_truth"))
+
+        compared = compare(
+            spec.derive(truth),
+            read_table(spark, keyspace, spec.projection_table, spec.columns),
+            spec.key,
+            spec.value_columns,
+        )
+        observation = Observation(f"plan-{run.run_id}")
+        candidates_path = run.work_dir / "candidates"
+        inconsistencies(compared.observe(observation, *plan_metrics(compared))).select(
+            *candidate_columns(spec)
+        ).write.mode("overwrite").parquet(str(candidates_path))
+        metrics = observation.get
+    finally:
+        truth.unpersist()
+    scan_finished = time.time()
+
+    report[spec.report_names.processed_projection] = metrics["projection_rows"]
+    report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}
+    destructive = metrics["orphan"] + metrics["outdated"]
+    report["plan"] = {
+        "toAdd": metrics["missing"],
+        "toRewrite": metrics["outdated"],
+        "toDelete": metrics["orphan"],
+        "destructiveShare": destructive / max(metrics["projection_rows"], 1),
+        "maxDestructiveShare": options.max_destructive_share,
+        "allowDestructive": options.allow_destructive,
+    }
+    total = sum(report["inconsistencies"].values())
+    log.info(
+        "scan: %d truth rows, %d projection rows, inconsistencies %s",
+        truth_rows,
+        metrics["projection_rows"],
+        report["inconsistencies"],
+    )
+
+    if options.mode == "check" or total == 0:
+        return _finish(run, report, COMPLETED)
+
+    if options.mode == "repair":
+        if options.gates_enabled:
+            threshold = 1.0 if options.allow_destructive else options.max_destructive_share
+            plan_frame = spark.createDataFrame(
+                [(float(report["plan"]["destructiveShare"]), destructive, metrics["projection_rows"])],
+                "destructive_share double, destructive_rows long, projection_rows long",
+            )
+            _gate(run, gates.validate(plan_frame, "plan_safety", {"max_destructive_share": threshold}))
+        _wait_until(scan_finished + options.recheck_delay_seconds)
+
+    outcomes = _reconcile(run, spec, candidates_path, write=options.mode == "repair")
+
+    if options.mode == "verify":
+        remaining = outcomes.where(F.col("action") != apply_module.ALREADY_CONSISTENT)
+        report["remainingInconsistencies"] = remaining.count()
+        report["remainingSample"] = [
+            {**json.loads(row["sample"]), "kind": row["kind"], "error": row["error"]}
+            for row in remaining.limit(options.sample_size).collect()
+        ]
+        if options.gates_enabled:
+            _gate(run, gates.validate(remaining, "projection_matches_truth", asset=f"{spec.name}_remaining"))
+        return _finish(run, report, COMPLETED)
+    _summarize_outcomes(report, spec, outcomes, options)
+    status = PARTIAL if report["failedCount"] else COMPLETED
+    return _finish(run, report, status)
+
+
+def _reconcile(run: Run, spec: ProjectionSpec, candidates_path: Path, write: bool) -> DataFrame:
+    """Re-check (and, when `write`, fix) every candidate in the executors; outcomes go to parquet."""
+    spark, options = run.spark, run.options
+    candidates = spark.read.parquet(str(candidates_path))
+    parallelism = max(spark.sparkContext.defaultParallelism, 1)
+    rate_per_task = options.messages_per_second / parallelism if options.messages_per_second else 0.0
+    context = apply_module.ApplyContext(
+        settings=run.settings,
+        keyspace=options.keyspace.lower(),
+        truth_consistency=options.truth_consistency,
+        write_consistency=options.write_consistency,
+        rate_per_task=rate_per_task,
+        write=write,
+    )
+    outcomes_path = run.work_dir / ("outcomes" if write else "verification")
+    rows = candidates.repartition(parallelism).rdd.mapPartitions(apply_module.apply_partition(context, spec))
+    spark.createDataFrame(rows, apply_module.OUTCOME_SCHEMA).write.mode("overwrite").parquet(str(outcomes_path))
+    return spark.read.parquet(str(outcomes_path))
+
+
+def _summarize_outcomes(report: dict, spec: ProjectionSpec, outcomes: DataFrame, options: RunOptions) -> None:
+    counts = {
+        (row["kind"], row["action"]): row["count"] for row in outcomes.groupBy("kind", "action").count().collect()
+    }
+    by_action: dict[str, int] = {}
+    for (_, action), count in counts.items():
+        by_action[action] = by_action.get(action, 0) + count
+    names = spec.report_names
+    report[names.added] = by_action.get(apply_module.ADDED, 0)
+    report[names.updated] = by_action.get(apply_module.UPDATED, 0)
+    report[names.removed] = by_action.get(apply_module.REMOVED, 0)
+    report["alreadyConsistentOnRecheck"] = by_action.get(apply_module.ALREADY_CONSISTENT, 0)
+    report["outcomes"] = [
+        {"kind": kind, "action": action, "count": count} for (kind, action), count in sorted(counts.items())
+    ]
+    fixed = outcomes.where(F.col("action").isin(apply_module.ADDED, apply_module.UPDATED, apply_module.REMOVED))
+    report["fixedInconsistencies"] = [json.loads(row["sample"]) for row in fixed.limit(options.sample_size).collect()]
+    failed = outcomes.where(F.col("action") == apply_module.FAILED)
+    report["failedCount"] = by_action.get(apply_module.FAILED, 0)
+    report["errors"] = [
+        {**json.loads(row["sample"]), "kind": row["kind"], "error": row["error"]}
+        for row in failed.limit(options.sample_size).collect()
+    ]
+
+
+def _gate(run: Run, result: gates.GateResult) -> None:
+    run.report.setdefault("gates", []).append(result.as_dict())
+    log.info(result.summary())
+    if not result.success:
+        raise GateFailed(_finish(run, run.report, FAILED))
+
+
+def _wait_until(moment: float) -> None:
+    delay = moment - time.time()
+    if delay > 0:
+        log.info("waiting %.1fs before re-checking candidates", delay)
+        time.sleep(delay)
+
+
+def _new_report(run: Run, spec: ProjectionSpec, generation: str) -> dict:
+    options = run.options
+    names = spec.report_names
+    return {
+        "type": f"{spec.name}-consistency",
+        "target": spec.name,
+        "mode": options.mode,
+        "dryRun": options.dry_run,
+        "keyspace": options.keyspace.lower(),
+        "generation": generation,
+        "truthTable": spec.truth_table,
+        "projectionTable": spec.projection_table,
+        "runId": run.run_id,
+        "startedAt": datetime.fromtimestamp(run.started, UTC).isoformat(),
+        names.processed_truth: 0,
+        names.processed_projection: 0,
+        names.added: 0,
+        names.updated: 0,
+        names.removed: 0,
+        "inconsistencies": {kind: 0 for kind in KINDS},
+        "fixedInconsistencies": [],
+        "errors": [],
+        "runningOptions": {
+            "messagesPerSecond": options.messages_per_second,
+            "recheckDelaySeconds": options.recheck_delay_seconds,
+            "truthConsistency": options.truth_consistency,
+            "writeConsistency": options.write_consistency,
+            "maxDestructiveShare": options.max_destructive_share,
+            "allowDestructive": options.allow_destructive,
+        },
+        "gates": [],
+    }
+
+
+def _finish(run: Run, report: dict, status: str) -> dict:
+    finished = time.time()
+    report["status"] = status
+    report["result"] = status
+    report["finishedAt"] = datetime.fromtimestamp(finished, UTC).isoformat()
+    report["durationSeconds"] = round(finished - run.started, 3)
+    truth_rows = report.get(getattr(run, "truth_rows_field", ""), 0)
+    if truth_rows and report["durationSeconds"] > 0:
+        report["truthRowsPerSecond"] = math.floor(truth_rows / report["durationSeconds"])
+    return report
+
+
+def write_report(report: dict, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return path
+
+
+def summary_line(report: dict) -> str:
+    found = ", ".join(f"{kind} {count}" for kind, count in report.get("inconsistencies", {}).items())
+    line = f"{report['target']} {report['mode']} on {report['keyspace']}: {report['status']}; found {found}"
+    if report["mode"] == "repair":
+        keys = [k for k in report if k.startswith(("added", "updated", "removed"))]
+        line += "; " + ", ".join(f"{k} {report[k]}" for k in keys)
+        line += f"; already consistent on re-check {report.get('alreadyConsistentOnRecheck', 0)}"
+        line += f"; errors {report.get('failedCount', 0)}"
+    if report["mode"] == "verify":
+        line += f"; remaining {report.get('remainingInconsistencies', 0)}"
+    return line + f" ({report.get('durationSeconds', 0)}s)"
+
+
+def as_dict(options: RunOptions) -> dict:
+    return asdict(options)

@@ -1,0 +1,49 @@
+"""What a projection repair needs to know, declared once per projection; the engine does the rest."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class ReportNames:
+    """James's report field names for this projection's task, so admins find what they know."""
+
+    processed_truth: str
+    processed_projection: str
+    added: str
+    updated: str
+    removed: str
+
+
+@dataclass(frozen=True)
+class ProjectionSpec:
+    """A projection derived row by row from a source of truth.
+
+    `derive` turns the scanned truth DataFrame into the expected projection rows (same columns as `columns`);
+    the engine full-outer-joins them with the scanned projection on `key` and compares every other column.
+    `recheck` re-reads the truth of ONE candidate key from live Cassandra (in an executor) and returns the
+    expected projection row as a dict, or None when the truth says no row should exist.
+    """
+
+    name: str
+    truth_table: str
+    projection_table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    derive: Callable[[DataFrame], DataFrame]
+    recheck: Callable[..., dict | None]
+    report_names: ReportNames
+    # Columns of the truth read by the scan (the derivation's input).
+    truth_columns: tuple[str, ...] = ()
+    # Scanned columns carried with each candidate to help the re-check find the truth (e.g. messageId).
+    hint_columns: tuple[str, ...] = ()
+    # Identity of a candidate in the report's `fixedInconsistencies` sample.
+    sample_columns: tuple[str, ...] = ()
+    # Column types by name (CQL), for binding keys read back from Spark.
+    cql_types: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return tuple(column for column in self.columns if column not in self.key)

@@ -1,0 +1,120 @@
+"""Great Expectations gates on Spark DataFrames.
+
+Suites live as reviewable JSON in the repository's `expectations/` folder and are loaded into a file context under
+the git-ignored `.local/gx` (or JAMES_GX_ROOT) on each run; validation results (JSON) and Data Docs (HTML) are kept
+there, under `gx/uncommitted/`, where an operator finds them.
+"""
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+
+SUITES_DIR = PROJECT_ROOT / "expectations"
+
+
+def gx_root() -> Path:
+    return Path(os.environ.get("JAMES_GX_ROOT", LOCAL_DIR / "gx"))
+
+
+@dataclass
+class GateResult:
+    name: str
+    success: bool
+    evaluated: int
+    failed_expectations: list[dict] = field(default_factory=list)
+    results_dir: str = ""
+    data_docs: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        if self.success:
+            return f"gate {self.name}: passed ({self.evaluated} expectations)"
+        failed = "; ".join(
+            f"{failure['expectation']}({failure['target']}): {failure['observed']}"
+            for failure in self.failed_expectations
+        )
+        return f"gate {self.name}: FAILED {len(self.failed_expectations)}/{self.evaluated}: {failed}"
+
+
+def _context():
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+
+    context = gx.get_context(mode="file", project_root_dir=str(gx_root()))
+    context.variables.progress_bars = {"globally": False}
+    return context
+
+
+def load_suite(name: str):
+    import great_expectations as gx
+
+    path = SUITES_DIR / f"{name}.json"
+    document = json.loads(path.read_text())
+    document.pop("id", None)
+    return gx.ExpectationSuite(**document)
+
+
+def validate(frame, suite_name: str, parameters: dict | None = None, asset: str | None = None) -> GateResult:
+    """Validate a Spark DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
+    import great_expectations as gx
+
+    context = _context()
+    source = context.data_sources.add_or_update_spark(name="spark")
+    asset_name = asset or suite_name
+    try:
+        data_asset = source.get_asset(asset_name)
+    except LookupError:
+        data_asset = source.add_dataframe_asset(name=asset_name)
+    try:
+        batch = data_asset.get_batch_definition("whole")
+    except (KeyError, LookupError):
+        batch = data_asset.add_batch_definition_whole_dataframe("whole")
+    suite = context.suites.add_or_update(load_suite(suite_name))
+    definition = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+    )
+    checkpoint = context.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name=suite_name,
+            validation_definitions=[definition],
+            actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
+        )
+    )
+    result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
+    failures, evaluated = [], 0
+    for validation in result.run_results.values():
+        for expectation in validation.results:
+            evaluated += 1
+            if expectation.success:
+                continue
+            details = expectation.result or {}
+            config = expectation.expectation_config
+            kwargs = config.kwargs
+            failures.append(
+                {
+                    "expectation": config.type,
+                    "target": kwargs.get("column") or kwargs.get("column_list") or config.description or "table",
+                    "observed": details.get("unexpected_count", details.get("observed_value")),
+                    "sample": _plain(details.get("partial_unexpected_list") or [])[:10],
+                    "description": config.description,
+                }
+            )
+    root = gx_root() / "gx" / "uncommitted"
+    return GateResult(
+        name=suite_name,
+        success=bool(result.success),
+        evaluated=evaluated,
+        failed_expectations=failures,
+        results_dir=str(root / "validations" / suite_name),
+        data_docs=str(root / "data_docs" / "local_site" / "index.html"),
+    )
+
+
+def _plain(values):
+    return json.loads(json.dumps(values, default=str))

@@ -1,0 +1,95 @@
+"""messageIdTable, the projection of imapUidTable (the source of truth, ADR-0022) keyed by (mailboxId, uid).
+
+The expected projection row is the truth row itself: every column equal, flags and keywords included.
+"""
+
+from pyspark.sql import DataFrame
+
+from james_consistency.engine.apply import ApplyContext, to_cql_value
+from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.spec import ProjectionSpec, ReportNames
+from james_consistency.schema import table
+
+REPORT_NAMES = ReportNames(
+    processed_truth="processedImapUidEntries",
+    processed_projection="processedMessageIdEntries",
+    added="addedMessageIdEntries",
+    updated="updatedMessageIdEntries",
+    removed="removedMessageIdEntries",
+)
+
+
+class AmbiguousTruth(Exception):
+    """Two messages of the truth claim the same (mailboxId, uid): nothing is written for that key."""
+
+
+def message_columns(generation: str) -> tuple[str, ...]:
+    return tuple(name.lower() for name, _ in table(generation, "messageIdTable").columns)
+
+
+def message_projection(generation: str) -> ProjectionSpec:
+    columns = message_columns(generation)
+    cql_types = {name.lower(): cql_type for name, cql_type in table(generation, "messageIdTable").columns}
+
+    def derive(truth: DataFrame) -> DataFrame:
+        return truth.select(*columns)
+
+    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+        """The truth rows at this (mailboxId, uid), found through every messageId that may hold it: the ones the
+        scan saw on either side and the one the projection holds now."""
+        current_projection = with_retries(
+            lambda: session.execute(
+                prepared(
+                    session,
+                    f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
+                    context.projection_consistency,
+                ),
+                [key["mailboxid"], key["uid"]],
+            ).one()
+        )
+        message_ids = {
+            to_cql_value(value, "timeuuid")
+            for value in (candidate["expected_messageid"], candidate["actual_messageid"])
+            if value is not None
+        }
+        if current_projection is not None:
+            message_ids.add(current_projection["messageid"])
+        select_truth = prepared(
+            session,
+            f"SELECT {', '.join(columns)} FROM {context.keyspace}.imapuidtable "
+            "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
+            context.truth_consistency,
+        )
+        truth_rows = [
+            row
+            for message_id in message_ids
+            if (
+                row := with_retries(
+                    lambda message_id=message_id: session.execute(
+                        select_truth, [message_id, key["mailboxid"], key["uid"]]
+                    ).one()
+                )
+            )
+            is not None
+        ]
+        if len(truth_rows) > 1:
+            raise AmbiguousTruth(
+                f"messages {sorted(str(row['messageid']) for row in truth_rows)} all claim uid {key['uid']} "
+                f"in mailbox {key['mailboxid']}"
+            )
+        return truth_rows[0] if truth_rows else None
+
+    return ProjectionSpec(
+        name="messages",
+        truth_table="imapUidTable",
+        projection_table="messageIdTable",
+        key=("mailboxid", "uid"),
+        columns=columns,
+        truth_columns=columns,
+        derive=derive,
+        recheck=recheck,
+        report_names=REPORT_NAMES,
+        hint_columns=("messageid",),
+        sample_columns=("mailboxid", "messageid", "uid"),
+        cql_types=cql_types,
+    )
