@@ -122,26 +122,20 @@ class LocalNode:
 
     def release_version(self, timeout: float = 2.0) -> str | None:
         """The node's `release_version` if it answers CQL on its port, else None."""
-        from cassandra.cluster import Cluster, NoHostAvailable
-        from cassandra.policies import RoundRobinPolicy
+        from james_consistency.cql import CassandraSettings, close, connect
 
         if not _port_open("127.0.0.1", self.native_port, timeout):
             return None
-        cluster = Cluster(
-            ["127.0.0.1"],
-            port=self.native_port,
-            connect_timeout=timeout,
-            control_connection_timeout=timeout,
-            load_balancing_policy=RoundRobinPolicy(),
-            protocol_version=5,
-        )
         try:
-            session = cluster.connect()
+            session = connect(CassandraSettings.from_env(host="127.0.0.1", port=self.native_port), timeout=timeout)
+        except Exception:  # noqa: BLE001 - any failure means "not ready"
+            return None
+        try:
             return session.execute("SELECT release_version FROM system.local").one().release_version
-        except (NoHostAvailable, OSError, Exception):  # noqa: BLE001 - any failure means "not ready"
+        except Exception:  # noqa: BLE001
             return None
         finally:
-            cluster.shutdown()
+            close(session)
 
     def status(self) -> dict:
         pid = self.pid()

@@ -182,11 +182,15 @@ def _job(args) -> int:
     import subprocess
     from datetime import UTC, datetime
 
+    from james_consistency.engine.run import resolve_target
     from james_consistency.paths import REPORTS_DIR
     from james_consistency.schema import validate_keyspace_name
     from james_consistency.spark_env import JOBS_DIR, spark_submit_command
 
     keyspace = validate_keyspace_name(args.keyspace)
+    settings = _settings(args)
+    # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
+    resolve_target(settings, args.target, keyspace)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     report = args.report or str(REPORTS_DIR / f"{args.target}-{args.mode}-{stamp}.json")
     arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]
@@ -205,7 +209,7 @@ def _job(args) -> int:
         ]
         if args.allow_destructive:
             arguments.append("--allow-destructive")
-    command = spark_submit_command(JOBS_DIR / "reconcile.py", arguments, _settings(args))
+    command = spark_submit_command(JOBS_DIR / "reconcile.py", arguments, settings)
     return subprocess.run(command, check=False).returncode
 
 

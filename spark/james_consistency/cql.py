@@ -7,6 +7,7 @@ from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.policies import RoundRobinPolicy
+from cassandra.query import named_tuple_factory
 
 from james_consistency.errors import OperatorError
 
@@ -36,7 +37,7 @@ class CassandraSettings:
         return f"{self.host}:{self.port}"
 
 
-def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: float = 10.0):
+def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: float = 10.0, row_factory=None):
     """A driver session, or an OperatorError naming the unreachable node or the unknown keyspace."""
     auth = None
     if settings.username:
@@ -45,6 +46,7 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
         load_balancing_policy=RoundRobinPolicy(),
         consistency_level=ConsistencyLevel.LOCAL_QUORUM,
         request_timeout=60.0,
+        row_factory=row_factory or named_tuple_factory,
     )
     cluster = Cluster(
         [settings.host],

@@ -1,4 +1,4 @@
-"""Spark with the Spark Cassandra Connector: an in-process session for the CLI tools, a spark-submit command for jobs."""
+"""Spark with the Spark Cassandra Connector: an in-process session for tools, a spark-submit command for jobs."""
 
 import os
 import sys
@@ -8,6 +8,8 @@ from james_consistency.cql import CassandraSettings
 from james_consistency.paths import PROJECT_ROOT, spark_jars
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
+JOBS_DIR = PROJECT_ROOT / "spark" / "jobs"
+LOG4J_CONFIG = PROJECT_ROOT / "spark" / "conf" / "log4j2.properties"
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:
@@ -39,6 +41,7 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
         .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
         .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
     )
     for key, value in connector_conf(settings).items():
         builder = builder.config(key, value)
@@ -62,10 +65,9 @@ def spark_submit_command(
         ",".join(str(jar) for jar in spark_jars()),
         "--driver-memory",
         os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
     ]
     for key, value in connector_conf(settings).items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry_point), *arguments]
-
-
-JOBS_DIR = PROJECT_ROOT / "spark" / "jobs"

@@ -128,7 +128,8 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
         for candidate in candidates:
             limiter.wait()
             sample = json.dumps(
-                {column: _jsonable(candidate[column]) for column in spec.sample_columns}, sort_keys=True
+                {spec.sample_names.get(column, column): _jsonable(candidate[column]) for column in spec.sample_columns},
+                sort_keys=True,
             )
             try:
                 action = reconcile_candidate(writer, session, context, spec, candidate)

@@ -21,8 +21,7 @@ def executor_session(settings: CassandraSettings):
     """One session per Python worker process, created on first use (after the worker was forked)."""
     session = _SESSIONS.get(settings)
     if session is None:
-        session = connect(settings)
-        session.row_factory = dict_factory
+        session = connect(settings, row_factory=dict_factory)
         _SESSIONS[settings] = session
     return session
 

@@ -118,20 +118,27 @@ def candidate_columns(spec: ProjectionSpec) -> list:
     return [*(F.col(name) for name in spec.key), F.col("kind"), *hints, *identity]
 
 
-def execute(spark: SparkSession, settings: CassandraSettings, options: RunOptions) -> dict:
-    """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate."""
-    options.validate()
-    run = Run(options, settings, spark)
-    keyspace = options.keyspace.lower()
+def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> tuple[ProjectionSpec, str]:
+    """The projection spec for the keyspace's James generation; OperatorError for a wrong keyspace or table."""
+    keyspace = validate_keyspace_name(keyspace)
     session = connect(settings, keyspace)
     try:
         generation = detect_generation(session, keyspace)
         if generation is None:
             raise OperatorError(f"keyspace '{keyspace}' has no James message tables (imapUidTable is missing)")
-        spec = projection_spec(options.target, generation)
+        spec = projection_spec(target, generation)
         require_tables(session, keyspace, [spec.truth_table, spec.projection_table])
     finally:
         close(session)
+    return spec, generation
+
+
+def execute(spark: SparkSession, settings: CassandraSettings, options: RunOptions) -> dict:
+    """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate."""
+    options.validate()
+    run = Run(options, settings, spark)
+    keyspace = options.keyspace.lower()
+    spec, generation = resolve_target(settings, options.target, keyspace)
 
     report = _new_report(run, spec, generation)
     run.report = report

@@ -39,8 +39,10 @@ class ProjectionSpec:
     truth_columns: tuple[str, ...] = ()
     # Scanned columns carried with each candidate to help the re-check find the truth (e.g. messageId).
     hint_columns: tuple[str, ...] = ()
-    # Identity of a candidate in the report's `fixedInconsistencies` sample.
+    # Identity of a candidate in the report's `fixedInconsistencies` sample, under James's names
+    # (Cassandra lower-cases column names: mailboxid -> mailboxId).
     sample_columns: tuple[str, ...] = ()
+    sample_names: dict[str, str] = field(default_factory=dict)
     # Column types by name (CQL), for binding keys read back from Spark.
     cql_types: dict[str, str] = field(default_factory=dict)
 

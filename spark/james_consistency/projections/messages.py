@@ -91,5 +91,6 @@ def message_projection(generation: str) -> ProjectionSpec:
         report_names=REPORT_NAMES,
         hint_columns=("messageid",),
         sample_columns=("mailboxid", "messageid", "uid"),
+        sample_names={"mailboxid": "mailboxId", "messageid": "messageId"},
         cql_types=cql_types,
     )
