@@ -41,13 +41,20 @@ class GateResult:
         return f"gate {self.name}: FAILED {len(self.failed_expectations)}/{self.evaluated}: {failed}"
 
 
-def _context():
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
+_CONTEXTS: dict = {}
 
-    context = gx.get_context(mode="file", project_root_dir=str(gx_root()))
-    context.variables.progress_bars = {"globally": False}
-    return context
+
+def _context():
+    """The file context of this process (built once: it takes seconds)."""
+    root = str(gx_root())
+    if root not in _CONTEXTS:
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+        import great_expectations as gx
+
+        context = gx.get_context(mode="file", project_root_dir=root)
+        context.variables.progress_bars = {"globally": False}
+        _CONTEXTS[root] = context
+    return _CONTEXTS[root]
 
 
 def load_suite(name: str):

@@ -98,24 +98,56 @@ class Run:
 
 
 def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[str, ...]) -> DataFrame:
-    """A full scan of a Cassandra table through the connector, only the named columns."""
-    return (
-        spark.read.format("org.apache.spark.sql.cassandra")
-        .options(keyspace=keyspace, table=table.lower())
-        .load()
-        .select(*columns)
-    )
+    """A full scan of a Cassandra table through the connector, only the named columns.
+
+    A long-lived Spark session's connector may not have seen a keyspace created after it connected (already
+    checked with CQL by `resolve_target`): its schema metadata is refreshed once before giving up.
+    """
+    from pyspark.errors import AnalysisException
+
+    def load():
+        return (
+            spark.read.format("org.apache.spark.sql.cassandra")
+            .options(keyspace=keyspace, table=table.lower())
+            .load()
+            .select(*columns)
+        )
+
+    try:
+        return load()
+    except AnalysisException:
+        _refresh_connector_schema(spark)
+    try:
+        return load()
+    except AnalysisException as error:
+        raise OperatorError(f"cannot read {keyspace}.{table} through the connector: {error}") from None
 
 
-def candidate_columns(spec: ProjectionSpec) -> list:
-    """What each candidate carries to the apply phase: its key, its kind, the scan's hints and sample identity."""
-    hints = [F.col(prefix + name) for name in spec.hint_columns for prefix in (EXPECTED_PREFIX, ACTUAL_PREFIX)]
+def _refresh_connector_schema(spark: SparkSession) -> None:
+    connector = spark._jvm.com.datastax.spark.connector.cql.CassandraConnector.apply(spark.sparkContext._conf._jconf)
+    session = connector.openSession()
+    try:
+        session.refreshSchema()
+    finally:
+        session.close()
+
+
+def candidates_by_key(spec: ProjectionSpec, found: DataFrame) -> DataFrame:
+    """One candidate per projection key, carrying its kind, every value of the scan's hint columns seen at that key
+    on either side (arrays: a broken truth may hold two rows for one key, and the re-check must see both), and the
+    sample identity."""
+    hints = [
+        F.array_distinct(
+            F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
+        ).alias(name + "_seen")
+        for name in spec.hint_columns
+    ]
     identity = [
-        F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)).alias(name)
+        F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(name)
         for name in spec.sample_columns
         if name not in spec.key
     ]
-    return [*(F.col(name) for name in spec.key), F.col("kind"), *hints, *identity]
+    return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), *hints, *identity)
 
 
 def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> tuple[ProjectionSpec, str]:
@@ -136,6 +168,12 @@ def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> t
 def execute(spark: SparkSession, settings: CassandraSettings, options: RunOptions) -> dict:
     """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate."""
     options.validate()
+    # Adaptive execution prunes the plan after a stage that comes out empty (nothing inconsistent), and the plan's
+    # Observation (the scan counts) would be lost with it.
+    spark.conf.set(
+        "spark.sql.adaptive.optimizer.excludedRules",
+        "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
+    )
     run = Run(options, settings, spark)
     keyspace = options.keyspace.lower()
     spec, generation = resolve_target(settings, options.target, keyspace)
@@ -160,9 +198,9 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
         )
         observation = Observation(f"plan-{run.run_id}")
         candidates_path = run.work_dir / "candidates"
-        inconsistencies(compared.observe(observation, *plan_metrics(compared))).select(
-            *candidate_columns(spec)
-        ).write.mode("overwrite").parquet(str(candidates_path))
+        candidates_by_key(spec, inconsistencies(compared.observe(observation, *plan_metrics(compared)))).write.mode(
+            "overwrite"
+        ).parquet(str(candidates_path))
         metrics = observation.get
     finally:
         truth.unpersist()
@@ -187,7 +225,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
         report["inconsistencies"],
     )
 
-    if options.mode == "check" or total == 0:
+    if options.mode == "check" or (options.mode == "repair" and total == 0):
         return _finish(run, report, COMPLETED)
 
     if options.mode == "repair":

@@ -37,7 +37,8 @@ class ProjectionSpec:
     report_names: ReportNames
     # Columns of the truth read by the scan (the derivation's input).
     truth_columns: tuple[str, ...] = ()
-    # Scanned columns carried with each candidate to help the re-check find the truth (e.g. messageId).
+    # Scanned columns that help the re-check find the truth (e.g. messageId): every value seen at a candidate's key,
+    # on either side, reaches the re-check as the array `<name>_seen`.
     hint_columns: tuple[str, ...] = ()
     # Identity of a candidate in the report's `fixedInconsistencies` sample, under James's names
     # (Cassandra lower-cases column names: mailboxid -> mailboxId).

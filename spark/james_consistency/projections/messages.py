@@ -47,11 +47,7 @@ def message_projection(generation: str) -> ProjectionSpec:
                 [key["mailboxid"], key["uid"]],
             ).one()
         )
-        message_ids = {
-            to_cql_value(value, "timeuuid")
-            for value in (candidate["expected_messageid"], candidate["actual_messageid"])
-            if value is not None
-        }
+        message_ids = {to_cql_value(value, "timeuuid") for value in candidate["messageid_seen"] if value is not None}
         if current_projection is not None:
             message_ids.add(current_projection["messageid"])
         select_truth = prepared(

@@ -1,0 +1,21 @@
+# The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
+# Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
+.PHONY: setup run test lint format bench ui
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	@. scripts/env.sh && james-consistency demo
+
+test: setup
+	@scripts/test.sh
+
+lint: setup
+	@. scripts/env.sh && ruff check . && ruff format --check .
+
+format: setup
+	@. scripts/env.sh && ruff check --fix . && ruff format .
+
+bench: setup
+	@. scripts/env.sh && james-consistency cassandra start && james-consistency bench messages --messages 1000000 --inconsistency-rate 0.01
