@@ -81,6 +81,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection_options(fault)
     fault.set_defaults(handler=_break)
 
+    demo = commands.add_parser(
+        "demo", help="the main job on the embedded default: local node, broken demo platform, consistency summary"
+    )
+    demo.add_argument("--keyspace", default="james_demo", help="the demo's own keyspace (dropped and re-seeded)")
+    demo.set_defaults(handler=_demo)
+
+    bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James-style reference")
+    bench.add_argument("target", choices=["messages"])
+    bench.add_argument("--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)")
+    bench.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
+    bench.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
+    bench.add_argument("--random-seed", type=int, default=42)
+    bench.add_argument("--output", help="JSON figures (default: .local/bench/messages-<N>.json)")
+    _add_connection_options(bench)
+    bench.set_defaults(handler=_bench)
+
     for mode, help_text in (
         ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
         ("repair", "repair a projection from its source of truth"),
@@ -174,6 +190,39 @@ def _break(args) -> int:
         manifest_path=args.manifest,
     )
     print(json.dumps({key: value for key, value in manifest.items() if key != "rows"}, indent=2))
+    return 0
+
+
+def _demo(args) -> int:
+    from james_consistency.demo import run_demo
+
+    return run_demo(args.keyspace)
+
+
+def _bench(args) -> int:
+    import logging
+
+    from james_consistency.bench import bench_messages, write_figures
+    from james_consistency.spark_env import local_session
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    for noisy in ("great_expectations", "py4j", "cassandra"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    settings = _settings(args)
+    spark = local_session("james-consistency-bench", settings)
+    try:
+        figures = bench_messages(
+            spark,
+            settings,
+            messages=args.messages,
+            inconsistency_rate=args.inconsistency_rate,
+            reference_sample=args.reference_sample,
+            seed=args.random_seed,
+        )
+    finally:
+        spark.stop()
+    print(json.dumps(figures, indent=2))
+    print(f"figures: {write_figures(figures, args.output)}")
     return 0
 
 
