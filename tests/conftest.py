@@ -61,9 +61,11 @@ def new_keyspace(cql, request):
 
 
 @pytest.fixture(scope="session")
-def spark(cassandra_settings):
+def spark():
+    """Real local Spark with the connector, pointed at the test node (which pure DataFrame tests do not need)."""
     from james_consistency.spark_env import local_session
 
-    session = local_session("james-consistency-tests", cassandra_settings, master="local[2]")
+    settings = CassandraSettings(host="127.0.0.1", port=TEST_NODE.native_port)
+    session = local_session("james-consistency-tests", settings, master="local[2]")
     yield session
     session.stop()
