@@ -69,11 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--mailboxes-per-user", type=_non_negative, required=True)
     seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
     seed.add_argument("--random-seed", type=int, default=42)
+    seed.add_argument("--generation", choices=["3.9", "3.5"], help="schema of a new keyspace (default 3.9)")
     _add_connection_options(seed)
     seed.set_defaults(handler=_seed)
 
     fault = commands.add_parser("break", help="inject a partial-write failure of James and record it")
-    fault.add_argument("--keyspace", required=True)
+    fault.add_argument("--keyspace", help="keyspace to break (not needed with --kind list)")
     fault.add_argument("--kind", required=True, help="fault kind (see --kind list)")
     fault.add_argument("--rate", type=_rate, default=0.01, help="share of candidate rows to break, 0..1")
     fault.add_argument("--random-seed", type=int, default=7)
@@ -173,13 +174,21 @@ def _seed(args) -> int:
         mailboxes_per_user=args.mailboxes_per_user,
         messages_per_mailbox=args.messages_per_mailbox,
         random_seed=args.random_seed,
+        generation=args.generation,
     )
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
 def _break(args) -> int:
-    from james_consistency.faults import inject
+    from james_consistency.faults import KINDS, inject
+
+    if args.kind == "list":
+        for kind, damage in KINDS.items():
+            print(f"{kind:<26} {damage.description}")
+        return 0
+    if not args.keyspace:
+        raise OperatorError("--keyspace is required to break something (or use --kind list)")
 
     manifest = inject(
         _settings(args),
