@@ -74,15 +74,18 @@ def james_style_reference(settings: CassandraSettings, keyspace: str, columns: t
     session = connect(settings, keyspace)
     try:
         select_projection = session.prepare(
-            f"SELECT {', '.join(columns)} FROM messageidtable WHERE mailboxid = ? AND uid = ?"
+            f"SELECT {', '.join(columns)} FROM {keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?"
         )
         select_truth = session.prepare(
-            f"SELECT {', '.join(columns)} FROM imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?"
+            f"SELECT {', '.join(columns)} FROM {keyspace}.imapuidtable "
+            "WHERE messageid = ? AND mailboxid = ? AND uid = ?"
         )
         upsert = session.prepare(
-            f"INSERT INTO messageidtable ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+            f"INSERT INTO {keyspace}.messageidtable ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
         )
-        scan = SimpleStatement(f"SELECT {', '.join(columns)} FROM imapuidtable LIMIT {sample}", fetch_size=1000)
+        scan = SimpleStatement(
+            f"SELECT {', '.join(columns)} FROM {keyspace}.imapuidtable LIMIT {sample}", fetch_size=1000
+        )
         processed = written = 0
         for row in session.execute(scan):
             current = session.execute(select_projection, (row.mailboxid, row.uid)).one()
@@ -97,7 +100,7 @@ def james_style_reference(settings: CassandraSettings, keyspace: str, columns: t
         close(session)
 
 
-def prepare_keyspace(settings: CassandraSettings, keyspace: str, messages: int, rate: float, seed: int) -> dict:
+def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages: int, rate: float, seed: int) -> dict:
     """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them."""
     from james_consistency.faults import inject
     from james_consistency.seed import seed_platform
@@ -122,6 +125,7 @@ def prepare_keyspace(settings: CassandraSettings, keyspace: str, messages: int, 
             mailboxes_per_user=mailboxes_per_user,
             messages_per_mailbox=messages_per_mailbox,
             random_seed=seed,
+            spark=spark,
         )
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps(seeded, default=str))
@@ -141,7 +145,7 @@ def bench_messages(
     from james_consistency.schema import detect_generation
 
     keyspace = f"bench_messages_{messages}"
-    preparation = prepare_keyspace(settings, keyspace, messages, inconsistency_rate, seed)
+    preparation = prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed)
     session = connect(settings, keyspace)
     generation = detect_generation(session, keyspace)
     close(session)
@@ -155,7 +159,7 @@ def bench_messages(
         lambda: execute(spark, settings, RunOptions("messages", keyspace, mode="repair", allow_destructive=True)),
     )
     # The reference repairs what the Spark repair already fixed: re-break the keyspace so it has the same work.
-    prepare_keyspace(settings, keyspace, messages, inconsistency_rate, seed + 1)
+    prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed + 1)
     reference = _timed(
         "James-style reference",
         spark,

@@ -67,8 +67,12 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
             "start it with `james-consistency cassandra start` or check CASSANDRA_HOST/CASSANDRA_PORT"
         ) from None
     if keyspace is not None:
-        require_keyspace(session, keyspace)
-        session.set_keyspace(keyspace)
+        # Only checked: statements name their keyspace (a session keyspace is an anti-pattern with prepared ones).
+        try:
+            require_keyspace(session, keyspace)
+        except OperatorError:
+            close(session)
+            raise
     return session
 
 

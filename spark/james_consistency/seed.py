@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema, detect_generation, validate_keyspace_name
+from james_consistency.spark_env import local_session, refresh_connector_schema
 
 DOMAIN = "domain.tld"
 NAMESPACE = "#private"
@@ -295,18 +296,19 @@ def canonical_rights(rights: str) -> str:
 def write_mailboxes(settings: CassandraSettings, plan: Plan) -> dict[str, int]:
     """mailbox, its path registration and its ACL (event + aclv2 + UserMailboxACL, or the 3.5 `acl` JSON)."""
     session = connect(settings, plan.keyspace)
+    ks = plan.keyspace
     try:
         insert_mailbox = session.prepare(
-            "INSERT INTO mailbox (id, mailboxbase, name, uidvalidity) VALUES (?, {namespace: ?, user: ?}, ?, ?)"
+            f"INSERT INTO {ks}.mailbox (id, mailboxbase, name, uidvalidity) VALUES (?, {{namespace: ?, user: ?}}, ?, ?)"
         )
         if plan.generation == "3.9":
             insert_path = session.prepare(
-                "INSERT INTO mailboxpathv3 (namespace, user, mailboxname, mailboxid, uidvalidity) "
+                f"INSERT INTO {ks}.mailboxpathv3 (namespace, user, mailboxname, mailboxid, uidvalidity) "
                 "VALUES (?, ?, ?, ?, ?)"
             )
         else:
             insert_path = session.prepare(
-                "INSERT INTO mailboxpathv2 (namespace, user, mailboxname, mailboxid) VALUES (?, ?, ?, ?)"
+                f"INSERT INTO {ks}.mailboxpathv2 (namespace, user, mailboxname, mailboxid) VALUES (?, ?, ?, ?)"
             )
         mailboxes, paths, events, aclv2, user_acl, legacy_acl = [], [], [], [], [], []
         for index in range(plan.mailboxes):
@@ -339,13 +341,21 @@ def write_mailboxes(settings: CassandraSettings, plan: Plan) -> dict[str, int]:
         statements = [(insert_mailbox, mailboxes), (insert_path, paths)]
         if plan.generation == "3.9":
             statements += [
-                (session.prepare("INSERT INTO eventstore (aggregateid, eventid, event) VALUES (?, ?, ?)"), events),
-                (session.prepare("INSERT INTO aclv2 (id, key, rights) VALUES (?, ?, ?)"), aclv2),
+                (
+                    session.prepare(f"INSERT INTO {ks}.eventstore (aggregateid, eventid, event) VALUES (?, ?, ?)"),
+                    events,
+                ),
+                (session.prepare(f"INSERT INTO {ks}.aclv2 (id, key, rights) VALUES (?, ?, ?)"), aclv2),
             ]
         else:
-            statements.append((session.prepare("INSERT INTO acl (id, acl, version) VALUES (?, ?, ?)"), legacy_acl))
+            statements.append(
+                (session.prepare(f"INSERT INTO {ks}.acl (id, acl, version) VALUES (?, ?, ?)"), legacy_acl)
+            )
         statements.append(
-            (session.prepare("INSERT INTO usermailboxacl (username, mailboxid, rights) VALUES (?, ?, ?)"), user_acl)
+            (
+                session.prepare(f"INSERT INTO {ks}.usermailboxacl (username, mailboxid, rights) VALUES (?, ?, ?)"),
+                user_acl,
+            )
         )
         for statement, rows in statements:
             for success, result in execute_concurrent_with_args(session, statement, rows, concurrency=64):
@@ -401,11 +411,10 @@ def seed_platform(
     started = time.perf_counter()
     own_session = spark is None
     if own_session:
-        from james_consistency.spark_env import local_session
-
         spark = local_session("james-consistency-seed", settings)
     try:
         written = write_mailboxes(settings, plan)
+        refresh_connector_schema(spark)
         if plan.messages:
             written.update(write_messages(spark, plan))
     finally:

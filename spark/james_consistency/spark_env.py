@@ -71,3 +71,14 @@ def spark_submit_command(
     for key, value in connector_conf(settings).items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry_point), *arguments]
+
+
+def refresh_connector_schema(spark) -> None:
+    """Make the connector's cached driver session re-read the schema: a long-lived Spark session does not always
+    see a keyspace created after it connected."""
+    connector = spark._jvm.com.datastax.spark.connector.cql.CassandraConnector.apply(spark.sparkContext._conf._jconf)
+    session = connector.openSession()
+    try:
+        session.refreshSchema()
+    finally:
+        session.close()

@@ -35,6 +35,7 @@ from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.projections import projection_spec
 from james_consistency.schema import detect_generation, validate_keyspace_name
+from james_consistency.spark_env import refresh_connector_schema
 
 log = logging.getLogger("james_consistency")
 
@@ -116,20 +117,11 @@ def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[st
     try:
         return load()
     except AnalysisException:
-        _refresh_connector_schema(spark)
+        refresh_connector_schema(spark)
     try:
         return load()
     except AnalysisException as error:
         raise OperatorError(f"cannot read {keyspace}.{table} through the connector: {error}") from None
-
-
-def _refresh_connector_schema(spark: SparkSession) -> None:
-    connector = spark._jvm.com.datastax.spark.connector.cql.CassandraConnector.apply(spark.sparkContext._conf._jconf)
-    session = connector.openSession()
-    try:
-        session.refreshSchema()
-    finally:
-        session.close()
 
 
 def candidates_by_key(spec: ProjectionSpec, found: DataFrame) -> DataFrame:
