@@ -9,6 +9,8 @@ JARS_DIR = LOCAL_DIR / "jars"
 CASSANDRA_JARS_DIR = JARS_DIR / "cassandra"
 SPARK_JARS_DIR = JARS_DIR / "spark"
 REPORTS_DIR = LOCAL_DIR / "reports"
+JOBS_DIR = PROJECT_ROOT / "spark" / "jobs"
+LOG4J_CONFIG = PROJECT_ROOT / "spark" / "conf" / "log4j2.properties"
 
 
 def spark_jars() -> list[Path]:

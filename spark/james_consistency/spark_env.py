@@ -5,11 +5,9 @@ import sys
 from pathlib import Path
 
 from james_consistency.cql import CassandraSettings
-from james_consistency.paths import PROJECT_ROOT, spark_jars
+from james_consistency.paths import JOBS_DIR, LOG4J_CONFIG, spark_jars  # noqa: F401 (JOBS_DIR re-exported)
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
-JOBS_DIR = PROJECT_ROOT / "spark" / "jobs"
-LOG4J_CONFIG = PROJECT_ROOT / "spark" / "conf" / "log4j2.properties"
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:

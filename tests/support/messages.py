@@ -78,3 +78,25 @@ def write_times(cql, keyspace: str) -> dict:
         (r.mailboxid, r.uid): r.written
         for r in cql.execute(f"SELECT mailboxid, uid, WRITETIME(modseq) AS written FROM {keyspace}.messageidtable")
     }
+
+
+def break_every_kind(cql, keyspace, generation, rows):
+    """One inconsistency of each kind James's partial writes leave behind; returns what the repair must find."""
+    by_uid = {(row["mailboxid"], row["uid"]): row for row in rows}
+    mailbox = rows[0]["mailboxid"]
+    # missing: the messageIdTable write failed after the imapUidTable one.
+    cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = %s", (mailbox, 1))
+    cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = %s", (mailbox, 2))
+    # outdated, flags: a flag and a keyword set only in the projection, a flag cleared only there.
+    stale = dict(by_uid[(mailbox, 4)], flagflagged=True, flagseen=False, userflags={"$Forwarded", "stale-label"})
+    insert(cql, keyspace, "messageidtable", stale)
+    # outdated, other columns: modSeq (and in 3.9 the size and the header blob) differ.
+    other = {"modseq": 7}
+    if generation == "3.9":
+        other.update(fullcontentoctets=1, headercontent="old-blob")
+    insert(cql, keyspace, "messageidtable", dict(by_uid[(mailbox, 5)], **other))
+    # orphan: the message was deleted from the truth, the projection delete failed.
+    insert(cql, keyspace, "messageidtable", message(generation, mailbox, 500, 9_500))
+    # orphan at a wrong uid: a real message of the truth, projected at a uid it does not have (James keeps it).
+    insert(cql, keyspace, "messageidtable", dict(by_uid[(mailbox, 6)], uid=600))
+    return {"missing": 2, "outdated": 2, "orphan": 2}

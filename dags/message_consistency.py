@@ -1,0 +1,12 @@
+"""message_consistency: repair messageIdTable from imapUidTable (James's SolveMessageInconsistencies, done right)."""
+
+from james_airflow.consistency_dag import consistency_dag
+
+dag = consistency_dag(
+    dag_id="message_consistency",
+    target="messages",
+    target_title="messageIdTable against imapUidTable",
+    cron_variable="JAMES_MESSAGE_REPAIR_CRON",
+    default_cron="30 1 * * *",
+    doc_md=__doc__,
+)

@@ -1,0 +1,156 @@
+"""The shape every online repair DAG shares, so each DAG file only says which projection it repairs and when:
+
+    check_before (Spark: scan, diff, truth-health gate; a dry run)
+      -> anything_to_repair (short-circuit: nothing inconsistent, or a dry run, ends the run here)
+      -> repair (Spark: plan-safety gate, delayed re-check, fixes)
+      -> verify_after (Spark: re-scan and re-check; the projection-matches-truth gate)
+      -> report (a summary of the three job reports)
+
+The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never overlap. A failed gate (job
+exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert notifier.
+"""
+
+import logging
+import os
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
+from airflow.sdk import DAG, Param, TriggerRule
+from airflow.timetables.trigger import CronTriggerTimetable
+
+from james_airflow.notifiers import ConsistencyAlert
+from james_airflow.operators import ConsistencyJobOperator
+from james_airflow.runs import inconsistencies_found, read_report
+
+log = logging.getLogger(__name__)
+
+HEAVY_POOL = "cassandra_heavy"
+KEYSPACE_PATTERN = "^[A-Za-z][A-Za-z0-9_]{0,47}$"
+CONSISTENCY_LEVELS = ["LOCAL_QUORUM", "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL"]
+
+
+def schedule_from_environment(cron_variable: str, default_cron: str) -> CronTriggerTimetable:
+    """The off-peak schedule: a cron (per DAG) in the deployment's timezone, read from the environment (no
+    database access at parse time)."""
+    timezone = os.environ.get("JAMES_REPAIR_TIMEZONE", "Europe/Paris")
+    return CronTriggerTimetable(os.environ.get(cron_variable, default_cron), timezone=timezone)
+
+
+def repair_params(target_title: str) -> dict[str, Param]:
+    return {
+        "keyspace": Param(
+            os.environ.get("JAMES_KEYSPACE", "james_demo"),
+            type="string",
+            pattern=KEYSPACE_PATTERN,
+            title="Keyspace",
+            description="The James keyspace to check and repair.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description=f"Only diagnose {target_title}: same counts as a repair, nothing written.",
+        ),
+        "messages_per_second": Param(
+            0,
+            type="number",
+            minimum=0,
+            title="Rate limit (rows per second)",
+            description="Fixes per second across the job, like James's messagesPerSecond. 0 = unthrottled.",
+            section="Repair",
+        ),
+        "recheck_delay_seconds": Param(
+            5,
+            type="number",
+            minimum=0,
+            maximum=3600,
+            title="Re-check delay (seconds)",
+            description="Wait between the scan and the re-check of each candidate against live Cassandra.",
+            section="Repair",
+        ),
+        "max_destructive_share": Param(
+            0.05,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Safety threshold",
+            description="Largest share of projection rows the plan may delete or rewrite (0..1).",
+            section="Safety",
+        ),
+        "allow_destructive": Param(
+            False,
+            type="boolean",
+            title="Allow a plan above the safety threshold",
+            description="Only after looking at the dry run's report.",
+            section="Safety",
+        ),
+        "truth_consistency": Param(
+            "LOCAL_QUORUM",
+            type="string",
+            enum=CONSISTENCY_LEVELS,
+            title="Re-check consistency of the truth",
+            description="SERIAL sees the latest lightweight-transaction writes of James.",
+            section="Safety",
+        ),
+    }
+
+
+def anything_to_repair(**context) -> bool:
+    """Continue to the repair only when the check found something and the run is not a dry run."""
+    report = read_report(context["dag"].dag_id, context["run_id"], "check")
+    if report is None:
+        raise RuntimeError("the check step wrote no report")
+    found = inconsistencies_found(report)
+    log.info("check found %d inconsistencies: %s", found, report.get("inconsistencies"))
+    if context["params"]["dry_run"]:
+        log.info("dry run: stopping before the repair")
+        return False
+    return found > 0
+
+
+def summarize(**context) -> dict:
+    """Log one line per job report of this run and return a small summary (XCom)."""
+    summary = {}
+    for step in ("check", "repair", "verify"):
+        report = read_report(context["dag"].dag_id, context["run_id"], step)
+        if report is None:
+            continue
+        summary[step] = {
+            key: report.get(key)
+            for key in ("status", "inconsistencies", "durationSeconds", "remainingInconsistencies")
+            if key in report
+        }
+        summary[step].update({k: v for k, v in report.items() if k.startswith(("added", "updated", "removed"))})
+        log.info("%s: %s", step, summary[step])
+    return summary
+
+
+def consistency_dag(*, dag_id: str, target: str, target_title: str, cron_variable: str, default_cron: str, doc_md: str):
+    """A repair DAG for one projection of the reconcile engine."""
+    with DAG(
+        dag_id=dag_id,
+        description=f"Check and repair {target_title}, gated by Great Expectations",
+        doc_md=doc_md,
+        schedule=schedule_from_environment(cron_variable, default_cron),
+        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
+        catchup=False,
+        max_active_runs=1,
+        params=repair_params(target_title),
+        tags=["james", "consistency", target],
+        default_args={
+            "owner": "mail-platform",
+            "retries": 0,
+            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a check or repair failed"),
+            "execution_timeout": timedelta(hours=6),
+        },
+    ) as dag:
+        check = ConsistencyJobOperator(task_id="check_before", target=target, mode="check", pool=HEAVY_POOL)
+        decide = ShortCircuitOperator(
+            task_id="anything_to_repair", python_callable=anything_to_repair, ignore_downstream_trigger_rules=False
+        )
+        repair = ConsistencyJobOperator(task_id="repair", target=target, mode="repair", pool=HEAVY_POOL)
+        verify = ConsistencyJobOperator(task_id="verify_after", target=target, mode="verify", pool=HEAVY_POOL)
+        report = PythonOperator(task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED)
+        check >> decide >> repair >> verify >> report
+    return dag

@@ -1,0 +1,83 @@
+"""The SparkSubmitOperator that runs one mode of one repair job, configured from the trigger form at run time.
+
+Cassandra's address and credentials come from the Airflow connection when the task runs (never at parse time):
+host and port go to the connector's Spark conf, the username and password to the job's environment, so the
+password is neither on the spark-submit command line nor in a rendered template.
+"""
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+from james_consistency.paths import JOBS_DIR
+
+from james_airflow.runs import report_path
+
+
+def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str]:
+    """The reconcile job's command-line arguments for this mode, from the DAG run's params."""
+    arguments = ["--target", target, "--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
+    if mode == "repair":
+        arguments += [
+            "--messages-per-second",
+            str(params["messages_per_second"]),
+            "--recheck-delay",
+            str(params["recheck_delay_seconds"]),
+            "--truth-consistency",
+            str(params["truth_consistency"]),
+            "--max-destructive-share",
+            str(params["max_destructive_share"]),
+        ]
+        if params.get("allow_destructive"):
+            arguments.append("--allow-destructive")
+    return arguments
+
+
+def cassandra_environment(conn_id: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(Spark conf, environment) for the job from an Airflow Cassandra connection."""
+    connection = BaseHook.get_connection(conn_id)
+    host = (connection.host or "127.0.0.1").split(",")[0].strip()
+    port = str(connection.port or 9042)
+    extra = connection.extra_dejson
+    conf = {"spark.cassandra.connection.host": host, "spark.cassandra.connection.port": port}
+    env = {"CASSANDRA_HOST": host, "CASSANDRA_PORT": port}
+    if extra.get("local_dc"):
+        conf["spark.cassandra.connection.localDC"] = env["CASSANDRA_LOCAL_DC"] = extra["local_dc"]
+    if connection.login:
+        env["CASSANDRA_USERNAME"] = connection.login
+        conf["spark.cassandra.auth.username"] = connection.login
+    if connection.password:
+        env["CASSANDRA_PASSWORD"] = connection.password
+    return conf, env
+
+
+class ConsistencyJobOperator(SparkSubmitOperator):
+    """spark-submit of spark/jobs/reconcile.py in one mode (check, repair or verify) for one target."""
+
+    def __init__(self, *, target: str, mode: str, cassandra_conn_id: str = "cassandra_default", **kwargs):
+        super().__init__(application=str(JOBS_DIR / "reconcile.py"), name=f"james-{target}-{mode}", **kwargs)
+        self.target = target
+        self.mode = mode
+        self.cassandra_conn_id = cassandra_conn_id
+
+    def execute(self, context):
+        from james_consistency.cql import CassandraSettings
+        from james_consistency.paths import LOG4J_CONFIG, spark_jars
+        from james_consistency.spark_env import connector_conf
+
+        report = report_path(context["dag"].dag_id, context["run_id"], self.mode)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        cassandra_conf, environment = cassandra_environment(self.cassandra_conn_id)
+        settings = CassandraSettings(
+            host=cassandra_conf["spark.cassandra.connection.host"],
+            port=int(cassandra_conf["spark.cassandra.connection.port"]),
+            username=environment.get("CASSANDRA_USERNAME"),
+            local_dc=environment.get("CASSANDRA_LOCAL_DC"),
+        )
+        self.conf = {
+            **connector_conf(settings),
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
+            **(self.conf or {}),
+        }
+        self.env_vars = {**(self.env_vars or {}), **environment}
+        self.jars = ",".join(str(jar) for jar in spark_jars())
+        self.application_args = job_arguments(self.target, self.mode, context["params"], str(report))
+        return super().execute(context)
