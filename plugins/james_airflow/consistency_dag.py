@@ -98,7 +98,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
 
 def anything_to_repair(**context) -> bool:
     """Continue to the repair only when the check found something and the run is not a dry run."""
-    report = read_report(context["dag"].dag_id, context["run_id"], "check")
+    report = read_report(context["dag"].dag_id, context["run_id"], "check_before")
     if report is None:
         raise RuntimeError("the check step wrote no report")
     found = inconsistencies_found(report)
@@ -112,7 +112,7 @@ def anything_to_repair(**context) -> bool:
 def summarize(**context) -> dict:
     """Log one line per job report of this run and return a small summary (XCom)."""
     summary = {}
-    for step in ("check", "repair", "verify"):
+    for step in [task.task_id for task in context["dag"].tasks]:
         report = read_report(context["dag"].dag_id, context["run_id"], step)
         if report is None:
             continue
@@ -123,6 +123,20 @@ def summarize(**context) -> dict:
         }
         summary[step].update({k: v for k, v in report.items() if k.startswith(("added", "updated", "removed"))})
         log.info("%s: %s", step, summary[step])
+    return summary
+
+
+def summarize_rebuilds(**context) -> dict:
+    """The summary of independent rebuilds; fails (so the run shows failed) when any of them did not complete."""
+    summary = summarize(**context)
+    incomplete = sorted(
+        task.task_id
+        for task in context["dag"].tasks
+        if task.task_id.startswith(("repair_", "verify_"))
+        and summary.get(task.task_id, {}).get("status") != "COMPLETED"
+    )
+    if incomplete:
+        raise RuntimeError(f"rebuilds that did not complete: {', '.join(incomplete)} (the others were applied)")
     return summary
 
 
@@ -153,4 +167,45 @@ def consistency_dag(*, dag_id: str, target: str, target_title: str, cron_variabl
         verify = ConsistencyJobOperator(task_id="verify_after", target=target, mode="verify", pool=HEAVY_POOL)
         report = PythonOperator(task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED)
         check >> decide >> repair >> verify >> report
+    return dag
+
+
+def independent_repairs_dag(
+    *, dag_id: str, targets: dict[str, str], cron_variable: str, default_cron: str, doc_md: str, priority_weight: int
+):
+    """Several low-priority repairs in one run, each its own SparkSubmit repair then verify, independent of each
+    other (a failed one does not stop the others), then one summary of them all."""
+    with DAG(
+        dag_id=dag_id,
+        description="Rebuild low-priority projections from their truth, each independently",
+        doc_md=doc_md,
+        schedule=schedule_from_environment(cron_variable, default_cron),
+        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
+        catchup=False,
+        max_active_runs=1,
+        params=repair_params("the low-priority indexes"),
+        tags=["james", "consistency", *targets],
+        default_args={
+            "owner": "mail-platform",
+            "retries": 0,
+            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a rebuild failed"),
+            "execution_timeout": timedelta(hours=6),
+            "priority_weight": priority_weight,
+        },
+    ) as dag:
+        verifications = []
+        for target, title in targets.items():
+            repair = ConsistencyJobOperator(
+                task_id=f"repair_{target}", target=target, mode="repair", pool=HEAVY_POOL, doc_md=f"Rebuild {title}"
+            )
+            verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
+            repair >> verify
+            verifications.append(verify)
+        summary = PythonOperator(
+            task_id="report",
+            python_callable=summarize_rebuilds,
+            trigger_rule=TriggerRule.ALL_DONE,
+            on_failure_callback=None,  # each failed rebuild already alerted
+        )
+        verifications >> summary
     return dag

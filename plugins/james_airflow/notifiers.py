@@ -28,9 +28,7 @@ def build_alert(context, title: str) -> dict:
     ti = context.get("ti") or context.get("task_instance")
     dag_id = context["dag"].dag_id
     run_id = context.get("run_id") or (ti.run_id if ti else "")
-    task = context.get("task")
-    mode = getattr(task, "mode", None)
-    report = read_report(dag_id, run_id, mode) if mode else None
+    report = read_report(dag_id, run_id, ti.task_id) if ti else None
     alert = {
         "title": title,
         "at": datetime.now(UTC).isoformat(),

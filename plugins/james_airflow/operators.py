@@ -14,6 +14,8 @@ from james_airflow.runs import report_path
 
 def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str]:
     """The reconcile job's command-line arguments for this mode, from the DAG run's params."""
+    if mode == "repair" and params.get("dry_run"):
+        mode = "check"
     arguments = ["--target", target, "--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
     if mode == "repair":
         arguments += [
@@ -63,7 +65,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         from james_consistency.paths import LOG4J_CONFIG, spark_jars
         from james_consistency.spark_env import connector_conf
 
-        report = report_path(context["dag"].dag_id, context["run_id"], self.mode)
+        report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
         report.parent.mkdir(parents=True, exist_ok=True)
         cassandra_conf, environment = cassandra_environment(self.cassandra_conn_id)
         settings = CassandraSettings(

@@ -71,7 +71,10 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
     import great_expectations as gx
 
     context = _context()
-    source = context.data_sources.add_or_update_spark(name="spark")
+    try:
+        source = context.data_sources.get("spark")
+    except (KeyError, LookupError, ValueError):
+        source = context.data_sources.add_spark(name="spark")
     asset_name = asset or suite_name
     try:
         data_asset = source.get_asset(asset_name)
@@ -82,12 +85,14 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
     except (KeyError, LookupError):
         batch = data_asset.add_batch_definition_whole_dataframe("whole")
     suite = context.suites.add_or_update(load_suite(suite_name))
+    # One validation definition and checkpoint per (suite, asset): projections of one truth share its suite.
+    name = suite_name if asset_name == suite_name else f"{suite_name}-{asset_name}"
     definition = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(
-            name=suite_name,
+            name=name,
             validation_definitions=[definition],
             actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},

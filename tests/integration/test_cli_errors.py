@@ -84,3 +84,16 @@ def test_unknown_fault_kind_is_refused(cql, cassandra_settings, new_keyspace):
 
     assert result.returncode == 2
     assert "unknown fault kind 'no-such-kind'" in result.stderr
+
+
+def test_missing_projection_table_stops_the_job_before_anything_is_written(cql, cassandra_settings, new_keyspace):
+    from james_consistency.schema import create_schema
+
+    keyspace = new_keyspace("notable")
+    create_schema(cql, keyspace, "3.9")
+    cql.execute(f"DROP TABLE {keyspace}.messageidtable", timeout=60)
+
+    result = run_cli("repair", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port))
+
+    assert result.returncode == 2
+    assert f"keyspace '{keyspace}' has no table messageIdTable" in result.stderr

@@ -124,22 +124,41 @@ def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[st
         raise OperatorError(f"cannot read {keyspace}.{table} through the connector: {error}") from None
 
 
-def candidates_by_key(spec: ProjectionSpec, found: DataFrame) -> DataFrame:
+def candidates_by_key(spec: ProjectionSpec, found: DataFrame, truth: DataFrame) -> DataFrame:
     """One candidate per projection key, carrying its kind, every value of the scan's hint columns seen at that key
-    on either side (arrays: a broken truth may hold two rows for one key, and the re-check must see both), and the
-    sample identity."""
+    (arrays: a broken truth may hold two rows for one key, and the re-check must see both), and the sample identity.
+
+    Hints come from both sides of the diff, or, for a projection without them, from the spec's locator over every
+    truth row at the key."""
+    if spec.locate is not None:
+        located = spec.locate(truth).select(
+            *spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns)
+        )
+        found = found.join(located, on=list(spec.key), how="left")
+
+        def seen(name):
+            return F.array(F.col(LOCATED + name))
+
+        def identity_of(name):
+            return F.col(LOCATED + name)
+    else:
+
+        def seen(name):
+            return F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))
+
+        def identity_of(name):
+            return F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))
+
     hints = [
-        F.array_distinct(
-            F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
-        ).alias(name + "_seen")
-        for name in spec.hint_columns
+        F.array_distinct(F.flatten(F.collect_list(seen(name)))).alias(name + "_seen") for name in spec.hint_columns
     ]
     identity = [
-        F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(name)
-        for name in spec.sample_columns
-        if name not in spec.key
+        F.first(identity_of(name), ignorenulls=True).alias(name) for name in spec.sample_columns if name not in spec.key
     ]
     return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), *hints, *identity)
+
+
+LOCATED = "located_"
 
 
 def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> tuple[ProjectionSpec, str]:
@@ -180,7 +199,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
         truth_rows = truth.count()
         report[spec.report_names.processed_truth] = truth_rows
         if options.gates_enabled:
-            _gate(run, gates.validate(truth, f"{spec.name}_truth_health", asset=f"{spec.name}_truth"))
+            _gate(run, gates.validate(truth, spec.truth_suite_name, asset=f"{spec.name}_truth"))
 
         compared = compare(
             spec.derive(truth),
@@ -190,9 +209,9 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
         )
         observation = Observation(f"plan-{run.run_id}")
         candidates_path = run.work_dir / "candidates"
-        candidates_by_key(spec, inconsistencies(compared.observe(observation, *plan_metrics(compared)))).write.mode(
-            "overwrite"
-        ).parquet(str(candidates_path))
+        candidates_by_key(
+            spec, inconsistencies(compared.observe(observation, *plan_metrics(compared))), truth
+        ).write.mode("overwrite").parquet(str(candidates_path))
         metrics = observation.get
     finally:
         truth.unpersist()

@@ -46,6 +46,15 @@ class ProjectionSpec:
     sample_names: dict[str, str] = field(default_factory=dict)
     # Column types by name (CQL), for binding keys read back from Spark.
     cql_types: dict[str, str] = field(default_factory=dict)
+    # For projections that do not carry the hint columns themselves (e.g. messageDeleted has no messageId): a
+    # function of the scanned truth giving (key..., hint...) for EVERY truth row, joined to the candidates.
+    locate: Callable[[DataFrame], DataFrame] | None = None
+    # The Great Expectations suite of the truth (projections of one truth share it).
+    truth_suite: str = ""
+
+    @property
+    def truth_suite_name(self) -> str:
+        return self.truth_suite or f"{self.name}_truth_health"
 
     @property
     def value_columns(self) -> tuple[str, ...]:

@@ -2,15 +2,19 @@
 
 from james_consistency.errors import OperatorError
 
+TARGETS = ("messages", "deleted", "unseen", "recent")
+
 
 def projection_spec(target: str, generation: str):
     """The spec of a repair target for a James schema generation."""
-    from james_consistency.projections import messages
+    from james_consistency.projections import indexes, messages
 
-    builders = {"messages": messages.message_projection}
+    builders = {
+        "messages": messages.message_projection,
+        "deleted": indexes.deleted_projection,
+        "unseen": indexes.unseen_projection,
+        "recent": indexes.recent_projection,
+    }
     if target not in builders:
-        raise OperatorError(f"unknown repair target '{target}': choose one of {', '.join(sorted(builders))}")
+        raise OperatorError(f"unknown repair target '{target}': choose one of {', '.join(builders)}")
     return builders[target](generation)
-
-
-TARGETS = ("messages",)

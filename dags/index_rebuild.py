@@ -1,0 +1,17 @@
+"""index_rebuild: the low-priority per-mailbox indexes, rebuilt from imapUidTable (messageDeleted, firstUnseen,
+mailboxRecents), each independently, last in the night, after the message repair."""
+
+from james_airflow.consistency_dag import independent_repairs_dag
+
+dag = independent_repairs_dag(
+    dag_id="index_rebuild",
+    targets={
+        "deleted": "messageDeleted (uids flagged \\Deleted)",
+        "unseen": "firstUnseen (uids not \\Seen)",
+        "recent": "mailboxRecents (uids flagged \\Recent)",
+    },
+    cron_variable="JAMES_INDEX_REBUILD_CRON",
+    default_cron="30 4 * * *",
+    doc_md=__doc__,
+    priority_weight=1,
+)

@@ -1,0 +1,44 @@
+"""A whole index_rebuild run: each index repaired independently; one stopped by its safety gate stops no other."""
+
+from james_consistency.faults import inject
+from james_consistency.seed import seed_platform
+
+
+def index_rows(cql, keyspace, table, uid_column="uid"):
+    return {(r.mailboxid, getattr(r, uid_column)) for r in cql.execute(f"SELECT * FROM {keyspace}.{table}")}
+
+
+def from_truth(cql, keyspace, condition):
+    return {(m.mailboxid, m.uid) for m in cql.execute(f"SELECT * FROM {keyspace}.imapuidtable") if condition(m)}
+
+
+def test_one_failed_rebuild_does_not_stop_the_others(
+    dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
+):
+    keyspace = new_keyspace("idx")
+    seed_platform(
+        cassandra_settings, keyspace=keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=40, spark=spark
+    )
+    for kind, rate in (("deleted-missing", 0.5), ("unseen-missing", 0.2), ("recent-stale", 0.5)):
+        inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=rate, manifest_path=str(tmp_path / kind))
+    recents_before = index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid")
+
+    run = dagbag.get_dag("index_rebuild").test(run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0})
+
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states == {
+        "repair_deleted": "success",
+        "verify_deleted": "success",
+        "repair_unseen": "success",
+        "verify_unseen": "success",
+        "repair_recent": "failed",
+        "verify_recent": "upstream_failed",
+        "report": "failed",
+    }
+    assert str(run.state) == "failed"
+    assert index_rows(cql, keyspace, "messagedeleted") == from_truth(cql, keyspace, lambda m: m.flagdeleted)
+    assert index_rows(cql, keyspace, "firstunseen") == from_truth(cql, keyspace, lambda m: not m.flagseen)
+    assert index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid") == recents_before, "stopped before writing"
+    alerts = airflow_against_test_node()
+    assert [alert["task_id"] for alert in alerts] == ["repair_recent"]
+    assert alerts[0]["report"]["failed_gates"][0]["gate"] == "plan_safety"
