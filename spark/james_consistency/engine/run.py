@@ -207,6 +207,8 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
             spec.key,
             spec.value_columns,
         )
+        if spec.unreadable is not None:
+            compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
         observation = Observation(f"plan-{run.run_id}")
         candidates_path = run.work_dir / "candidates"
         candidates_by_key(
@@ -237,7 +239,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     )
 
     if options.mode == "check" or (options.mode == "repair" and total == 0):
-        return _finish(run, report, COMPLETED)
+        return _finish(run, report, PARTIAL if report.get("unreadableTruth") else COMPLETED)
 
     if options.mode == "repair":
         if options.gates_enabled:
@@ -262,8 +264,25 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
             _gate(run, gates.validate(remaining, "projection_matches_truth", asset=f"{spec.name}_remaining"))
         return _finish(run, report, COMPLETED)
     _summarize_outcomes(report, spec, outcomes, options)
-    status = PARTIAL if report["failedCount"] else COMPLETED
+    status = PARTIAL if report["failedCount"] or report.get("unreadableTruth") else COMPLETED
     return _finish(run, report, status)
+
+
+def _leave_unreadable_truth_alone(run: Run, spec: ProjectionSpec, truth: DataFrame, compared: DataFrame) -> DataFrame:
+    """Truth units (e.g. a mailbox's ACL) that cannot be read are reported as errors, and every projection row of
+    theirs is taken out of the diff: an unreadable truth must never look like an empty one."""
+    scope = spec.scope_column
+    bad = spec.unreadable(truth).select(F.col("mailbox").cast("string").alias(scope), "problem").cache()
+    count = bad.count()
+    run.report["unreadableTruth"] = count
+    if count:
+        label = spec.sample_names.get(scope, scope)
+        run.report["errors"] = [
+            {label: row[scope], "kind": "unreadable-truth", "error": row["problem"]}
+            for row in bad.limit(run.options.sample_size).collect()
+        ]
+        log.warning("%d truth units cannot be read; their projection rows are left untouched", count)
+    return compared.join(F.broadcast(bad.select(scope)), on=scope, how="left_anti")
 
 
 def _reconcile(run: Run, spec: ProjectionSpec, candidates_path: Path, write: bool) -> DataFrame:
@@ -305,7 +324,7 @@ def _summarize_outcomes(report: dict, spec: ProjectionSpec, outcomes: DataFrame,
     report["fixedInconsistencies"] = [json.loads(row["sample"]) for row in fixed.limit(options.sample_size).collect()]
     failed = outcomes.where(F.col("action") == apply_module.FAILED)
     report["failedCount"] = by_action.get(apply_module.FAILED, 0)
-    report["errors"] = [
+    report["errors"] = report.get("errors", []) + [
         {**json.loads(row["sample"]), "kind": row["kind"], "error": row["error"]}
         for row in failed.limit(options.sample_size).collect()
     ]

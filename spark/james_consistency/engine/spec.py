@@ -51,6 +51,10 @@ class ProjectionSpec:
     locate: Callable[[DataFrame], DataFrame] | None = None
     # The Great Expectations suite of the truth (projections of one truth share it).
     truth_suite: str = ""
+    # For a truth that can be unreadable (ACL JSON): a function of the scanned truth giving (mailbox, problem) for
+    # each unit that cannot be read; the projection rows whose `scope_column` names such a unit are left alone.
+    unreadable: Callable[[DataFrame], DataFrame] | None = None
+    scope_column: str = ""
 
     @property
     def truth_suite_name(self) -> str:

@@ -2,15 +2,17 @@
 
 from james_consistency.errors import OperatorError
 
-TARGETS = ("messages", "deleted", "unseen", "recent")
+TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent")
 
 
 def projection_spec(target: str, generation: str):
     """The spec of a repair target for a James schema generation."""
-    from james_consistency.projections import indexes, messages
+    from james_consistency.projections import acl, indexes, messages
 
     builders = {
         "messages": messages.message_projection,
+        "acl": acl.user_mailbox_acl_projection,
+        "aclv2": acl.aclv2_projection,
         "deleted": indexes.deleted_projection,
         "unseen": indexes.unseen_projection,
         "recent": indexes.recent_projection,
