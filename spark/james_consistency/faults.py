@@ -176,7 +176,10 @@ class Injection:
         acls = {}
         if self.generation == "3.9":
             for aggregate, (_, event) in self.last_events().items():
-                acls[uuid.UUID(aggregate)] = _event_acl(event)
+                try:
+                    acls[uuid.UUID(aggregate)] = _event_acl(event)
+                except ValueError:
+                    continue  # not a mailbox's aggregate
         else:
             for row in self.session.execute(f"SELECT id, acl FROM {self.keyspace}.acl"):
                 acls[row.id] = _json_acl(row.acl)
@@ -264,13 +267,8 @@ def _with_projection(job: Injection) -> Callable[[list], list]:
 
 
 def _messages(job: Injection) -> list:
-    """Full messageIdTable rows of chosen (mailboxId, uid, messageId) whose truth exists."""
-    chosen = job.pick(
-        f"SELECT mailboxid, uid, messageid FROM {job.keyspace}.messageidtable",
-        _projection_key,
-        valid=_with_truth(job),
-    )
-    return [row for row in job.projection_rows([_projection_key(row) for row in chosen]) if row is not None]
+    """Chosen messageIdTable rows (whole: their values go to the manifest) whose truth exists."""
+    return job.pick(f"SELECT * FROM {job.keyspace}.messageidtable", _projection_key, valid=_with_truth(job))
 
 
 # ---- messages ------------------------------------------------------------------------------------------------
@@ -349,13 +347,8 @@ def projection_outdated(job: Injection) -> list[dict]:
 def projection_orphan(job: Injection) -> list[dict]:
     """Delete half-applied: imapUidTable deleted, the messageIdTable delete failed, so the index updates that follow
     never ran either: the counters, the quota and the flag indexes still count the message."""
-    chosen = job.pick(
-        f"SELECT messageid, mailboxid, uid FROM {job.keyspace}.imapuidtable", _truth_key, valid=_with_projection(job)
-    )
     broken = []
-    for row in job.truth_rows([_truth_key(row) for row in chosen]):
-        if row is None:
-            continue
+    for row in job.pick(f"SELECT * FROM {job.keyspace}.imapuidtable", _truth_key, valid=_with_projection(job)):
         job.write(
             f"DELETE FROM {job.keyspace}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
             _truth_key(row),
@@ -418,7 +411,8 @@ def projection_wrong_uid(job: Injection) -> list[dict]:
 def truth_malformed(job: Injection) -> list[dict]:
     """imapUidTable rows no James writes: uid 0, no modSeq, no flags. The truth-health gate must stop the repair."""
     broken = []
-    chosen = job.pick(f"SELECT messageid, mailboxid, uid FROM {job.keyspace}.imapuidtable", _truth_key)
+    query = f"SELECT messageid, mailboxid, uid FROM {job.keyspace}.imapuidtable"
+    chosen = job.pick(query, _truth_key, where=lambda r: r.uid > 0)
     for message_id, mailbox_id in dict.fromkeys((row.messageid, row.mailboxid) for row in chosen):
         job.write(
             f"INSERT INTO {job.keyspace}.imapuidtable (messageid, mailboxid, uid) VALUES (?, ?, 0)",
@@ -442,10 +436,8 @@ def truth_malformed(job: Injection) -> list[dict]:
 def truth_null_flags(job: Injection) -> list[dict]:
     """imapUidTable rows whose modSeq and flags were lost (null): a truth no repair may copy."""
     broken = []
-    chosen = job.pick(f"SELECT messageid, mailboxid, uid FROM {job.keyspace}.imapuidtable", _truth_key)
-    for row in job.truth_rows([_truth_key(row) for row in chosen]):
-        if row is None:
-            continue
+    healthy = lambda r: r.uid > 0 and r.modseq is not None  # noqa: E731
+    for row in job.pick(f"SELECT * FROM {job.keyspace}.imapuidtable", _truth_key, where=healthy):
         columns = ("modseq", *FLAGS)
         job.write(
             f"DELETE {', '.join(columns)} FROM {job.keyspace}.imapuidtable "

@@ -211,34 +211,36 @@ def write_messages(spark: SparkSession, plan: Plan) -> dict[str, int]:
     )
     written[metadata_table] = plan.messages
 
-    projections = {
+    indexes = {
         "messagedeleted": messages.where("flagdeleted").select("mailboxid", "uid"),
         "firstunseen": messages.where("not flagseen").select("mailboxid", "uid"),
         "mailboxrecents": messages.where("flagrecent").select("mailboxid", F.col("uid").alias("recent_mesage_uid")),
-        "applicableflag": messages.where(F.col("userflags").isNotNull())
-        .groupBy("mailboxid")
-        .agg(F.array_sort(F.array_distinct(F.flatten(F.collect_list("userflags")))).alias("userflags")),
     }
-    for table, frame in projections.items():
-        frame = frame.cache()
+    for table, frame in indexes.items():
         _write(frame, keyspace, table)
-        written[table] = frame.count()
-        frame.unpersist()
 
-    per_mailbox = messages.groupBy("mailboxid").agg(
-        F.count(F.lit(1)).alias("count"),
-        F.sum(F.when(~F.col("flagseen"), 1).otherwise(0)).cast("long").alias("unseen"),
-        F.max("uid").alias("nextuid"),
-        F.max("modseq").alias("nextmodseq"),
+    # One row per mailbox (small): counters, generators, keywords used, and the figures of the summary.
+    per_mailbox = (
+        messages.groupBy("mailboxid", "owner_index")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.sum(F.when(~F.col("flagseen"), 1).otherwise(0)).cast("long").alias("unseen"),
+            F.sum(F.when(F.col("flagdeleted"), 1).otherwise(0)).cast("long").alias("deleted"),
+            F.sum(F.when(F.col("flagrecent"), 1).otherwise(0)).cast("long").alias("recent"),
+            F.sum("fullcontentoctets").alias("octets"),
+            F.max("uid").alias("nextuid"),
+            F.max("modseq").alias("nextmodseq"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("userflags")))).alias("userflags"),
+        )
+        .cache()
     )
+    _write(per_mailbox.where(F.size("userflags") > 0).select("mailboxid", "userflags"), keyspace, "applicableflag")
     _write(per_mailbox.select("mailboxid", "count", "unseen"), keyspace, "mailboxcounters")
     _write(per_mailbox.select("mailboxid", "nextuid"), keyspace, "messagecounter")
     _write(per_mailbox.select("mailboxid", "nextmodseq"), keyspace, "modseq")
-    for table in ("mailboxcounters", "messagecounter", "modseq"):
-        written[table] = plan.mailboxes
 
-    quota_roots = messages.groupBy("owner_index").agg(
-        F.count(F.lit(1)).alias("messages"), F.sum("fullcontentoctets").alias("octets")
+    quota_roots = per_mailbox.groupBy("owner_index").agg(
+        F.sum("count").alias("messages"), F.sum("octets").alias("octets")
     )
     # The owner's quota root, `#private&<user>` with the user named as `user_name` names it.
     quota_root = F.format_string(f"{NAMESPACE}&user%05d@{DOMAIN}", F.col("owner_index"))
@@ -264,6 +266,17 @@ def write_messages(spark: SparkSession, plan: Plan) -> dict[str, int]:
             "currentquota",
         )
         written["currentquota"] = plan.users
+
+    totals = per_mailbox.agg(
+        F.sum("deleted").alias("messagedeleted"),
+        F.sum("unseen").alias("firstunseen"),
+        F.sum("recent").alias("mailboxrecents"),
+        F.sum(F.when(F.size("userflags") > 0, 1).otherwise(0)).alias("applicableflag"),
+    ).first()
+    written.update({table: int(totals[table] or 0) for table in (*indexes, "applicableflag")})
+    for table in ("mailboxcounters", "messagecounter", "modseq"):
+        written[table] = plan.mailboxes
+    per_mailbox.unpersist()
     messages.unpersist()
     return written
 
