@@ -7,6 +7,6 @@ dag = consistency_dag(
     target="messages",
     target_title="messageIdTable against imapUidTable",
     cron_variable="JAMES_MESSAGE_REPAIR_CRON",
-    default_cron="30 1 * * *",
+    default_cron="30 2 * * *",
     doc_md=__doc__,
 )

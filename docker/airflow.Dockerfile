@@ -1,14 +1,33 @@
-# Airflow 3.3 with this project's pinned requirements, the connector jars and the project itself.
-FROM apache/airflow:3.3.2-python3.11
+# Airflow 3.3 with this project's pinned requirements, the Spark Cassandra Connector jars and the project itself.
+# The Spark jobs run from here as spark-submit clients (deploy mode client) against the standalone cluster, with
+# pip's pyspark 3.5.8 and the Java 17 runtime of the official Spark image (same Spark version as the cluster).
+# Build context: the repository root (see docker/airflow.Dockerfile.dockerignore for what is left out).
+ARG SPARK_IMAGE=apache/spark:3.5.8-scala2.12-java17-python3-ubuntu
+ARG AIRFLOW_IMAGE=apache/airflow:3.3.2-python3.11
+
+FROM ${SPARK_IMAGE} AS spark
+
+# The connector and its dependencies from Maven Central, resolved once at build time (no Ivy at run time).
+FROM maven:3.9-eclipse-temurin-17 AS jars
+COPY jars/spark/pom.xml /build/jars/spark/pom.xml
+RUN mvn --batch-mode --quiet -f /build/jars/spark/pom.xml package
+
+FROM ${AIRFLOW_IMAGE}
 USER root
-RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
- && rm -rf /var/lib/apt/lists/*
-ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+COPY --from=spark /opt/java/openjdk /opt/java/openjdk
+ENV JAVA_HOME=/opt/java/openjdk \
+    PATH=/opt/java/openjdk/bin:${PATH}
+RUN mkdir -p /opt/james-consistency/.local/jars/spark /opt/james-consistency/.local/runs \
+      /opt/james-consistency/.local/reports /opt/james-consistency/.local/gx /opt/james-consistency/.local/alerts \
+ && chown -R airflow:root /opt/james-consistency
 USER airflow
 COPY --chown=airflow:root requirements.txt /opt/james-consistency/requirements.txt
 RUN pip install --no-cache-dir --no-deps -r /opt/james-consistency/requirements.txt
+COPY --chown=airflow:root --from=jars /build/.local/jars/spark/ /opt/james-consistency/.local/jars/spark/
 COPY --chown=airflow:root . /opt/james-consistency
-RUN mvn --batch-mode --quiet -f /opt/james-consistency/jars/spark/pom.xml package \
- && pip install --no-cache-dir --no-deps -e /opt/james-consistency
-ENV JAMES_CONSISTENCY_LOCAL_DIR=/opt/airflow/james
+RUN pip install --no-cache-dir --no-deps -e /opt/james-consistency \
+ && python -c "import james_airflow, james_consistency.paths as p; assert p.spark_jars()"
+ENV JAMES_CONSISTENCY_LOCAL_DIR=/opt/james-consistency/.local \
+    GX_ANALYTICS_ENABLED=false \
+    PYSPARK_PYTHON=python3 \
+    PYSPARK_DRIVER_PYTHON=python3

@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-wanted="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+wanted="$( (cat requirements.txt pyproject.toml; ls -d spark/*/ plugins/*/) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing the pinned Python packages"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"

@@ -30,17 +30,23 @@ KEYSPACE_PATTERN = "^[A-Za-z][A-Za-z0-9_]{0,47}$"
 CONSISTENCY_LEVELS = ["LOCAL_QUORUM", "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL"]
 
 
+def deployment_setting(name: str, default: str) -> str:
+    """A deployment setting from the environment, as NAME or as the Airflow Variable AIRFLOW_VAR_NAME, read without
+    touching the metadata database (a Variable stored in the database is not read: DAG files parse with no I/O)."""
+    return os.environ.get(name) or os.environ.get(f"AIRFLOW_VAR_{name}") or default
+
+
 def schedule_from_environment(cron_variable: str, default_cron: str) -> CronTriggerTimetable:
-    """The off-peak schedule: a cron (per DAG) in the deployment's timezone, read from the environment (no
-    database access at parse time)."""
-    timezone = os.environ.get("JAMES_REPAIR_TIMEZONE", "Europe/Paris")
-    return CronTriggerTimetable(os.environ.get(cron_variable, default_cron), timezone=timezone)
+    """The off-peak schedule: a cron (per DAG) in the deployment's timezone (JAMES_REPAIR_TIMEZONE, shared by the
+    repair DAGs), both from the environment."""
+    timezone = deployment_setting("JAMES_REPAIR_TIMEZONE", "Europe/Paris")
+    return CronTriggerTimetable(deployment_setting(cron_variable, default_cron), timezone=timezone)
 
 
 def repair_params(target_title: str) -> dict[str, Param]:
     return {
         "keyspace": Param(
-            os.environ.get("JAMES_KEYSPACE", "james_demo"),
+            deployment_setting("JAMES_KEYSPACE", "james_demo"),
             type="string",
             pattern=KEYSPACE_PATTERN,
             title="Keyspace",

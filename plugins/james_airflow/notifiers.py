@@ -2,7 +2,10 @@
 
 Every alert is a small JSON document (what failed, where, the gate's failed expectations with counts and a sample,
 links to the run and to the Data Docs) delivered to each configured channel. The alert log
-(`.local/alerts/alerts.jsonl`, or JAMES_ALERT_LOG) always receives it; mail and chat channels plug in the same way.
+(`.local/alerts/alerts.jsonl`, or JAMES_ALERT_LOG) always receives it, first; mail and chat channels plug in the
+same way: a channel is any object with `name` and `send(alert, context)`, e.g. a wrapper around the smtp provider's
+`SmtpNotifier` or the Slack provider's notifier, added to `configured_channels()` (chosen from the environment at
+alert time, never at DAG parse time). A channel that fails is logged and does not stop the others.
 """
 
 import json
@@ -10,6 +13,7 @@ import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from airflow.sdk import BaseNotifier
 from james_consistency.paths import LOCAL_DIR
@@ -67,16 +71,49 @@ def write_alert_log(alert: dict) -> None:
         stream.write(json.dumps(alert, default=str) + "\n")
 
 
+class AlertChannel(Protocol):
+    """Somewhere an alert goes (the alert log, mail, chat)."""
+
+    name: str
+
+    def send(self, alert: dict, context) -> None: ...
+
+
+class AlertLog:
+    """The JSON-lines alert log: always written, what tests and operators' tooling read."""
+
+    name = "alert_log"
+
+    def send(self, alert: dict, context) -> None:
+        write_alert_log(alert)
+
+
+def configured_channels() -> list[AlertChannel]:
+    """The channels of this deployment. Mail and chat channels are added here, from the environment."""
+    return [AlertLog()]
+
+
 class ConsistencyAlert(BaseNotifier):
-    """on_failure_callback of every consistency task and DAG."""
+    """on_failure_callback of every consistency task: logs the alert and delivers it to every channel."""
 
     template_fields = ("title",)
 
-    def __init__(self, title: str = "james-consistency: a check or repair failed"):
+    def __init__(
+        self, title: str = "james-consistency: a check or repair failed", channels: list[AlertChannel] | None = None
+    ):
         super().__init__()
         self.title = title
+        self.channels = channels
 
     def notify(self, context) -> None:
         alert = build_alert(context, self.title)
         log.error("ALERT %s", json.dumps(alert, default=str))
-        write_alert_log(alert)
+        failed = []
+        for channel in self.channels if self.channels is not None else configured_channels():
+            try:
+                channel.send(alert, context)
+            except Exception:  # noqa: BLE001 (one broken channel must not silence the others)
+                log.exception("alert channel %s failed", getattr(channel, "name", channel))
+                failed.append(getattr(channel, "name", str(channel)))
+        if failed:
+            log.error("alert not delivered to: %s", ", ".join(failed))

@@ -6,9 +6,9 @@ password is neither on the spark-submit command line nor in a rendered template.
 """
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
 from james_consistency.paths import JOBS_DIR
 
+from james_airflow.connections import cassandra_environment
 from james_airflow.runs import report_path
 
 
@@ -31,24 +31,6 @@ def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str
         if params.get("allow_destructive"):
             arguments.append("--allow-destructive")
     return arguments
-
-
-def cassandra_environment(conn_id: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(Spark conf, environment) for the job from an Airflow Cassandra connection."""
-    connection = BaseHook.get_connection(conn_id)
-    host = (connection.host or "127.0.0.1").split(",")[0].strip()
-    port = str(connection.port or 9042)
-    extra = connection.extra_dejson
-    conf = {"spark.cassandra.connection.host": host, "spark.cassandra.connection.port": port}
-    env = {"CASSANDRA_HOST": host, "CASSANDRA_PORT": port}
-    if extra.get("local_dc"):
-        conf["spark.cassandra.connection.localDC"] = env["CASSANDRA_LOCAL_DC"] = extra["local_dc"]
-    if connection.login:
-        env["CASSANDRA_USERNAME"] = connection.login
-        conf["spark.cassandra.auth.username"] = connection.login
-    if connection.password:
-        env["CASSANDRA_PASSWORD"] = connection.password
-    return conf, env
 
 
 class ConsistencyJobOperator(SparkSubmitOperator):
@@ -74,12 +56,15 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             username=environment.get("CASSANDRA_USERNAME"),
             local_dc=environment.get("CASSANDRA_LOCAL_DC"),
         )
+        # The DAG author's conf and env are kept apart so a second execute() starts from them again.
+        self._user_conf = getattr(self, "_user_conf", dict(self.conf or {}))
+        self._user_env = getattr(self, "_user_env", dict(self.env_vars or {}))
         self.conf = {
             **connector_conf(settings),
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
-            **(self.conf or {}),
+            **self._user_conf,
         }
-        self.env_vars = {**(self.env_vars or {}), **environment}
+        self.env_vars = {**self._user_env, **environment}
         self.jars = ",".join(str(jar) for jar in spark_jars())
         self.application_args = job_arguments(self.target, self.mode, context["params"], str(report))
         return super().execute(context)

@@ -1,21 +1,50 @@
-"""Whole runs of message_consistency through Airflow's dag.test() on the real node, Spark and Great Expectations."""
+"""Whole runs of message_consistency through Airflow's dag.test() on the real node, Spark and Great Expectations;
+and the pieces around them: the job's command line and environment, the alert notifier."""
 
+import json
+import shutil
+import time
+from types import SimpleNamespace
+
+import pytest
 from james_consistency.schema import create_schema
 from support.messages import break_every_kind, insert, message, platform, projection, truth, write_times
+
+DAG_ID = "message_consistency"
 
 
 def task_states(run) -> dict[str, str]:
     return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
 
 
+def report_xcom(run) -> dict | None:
+    """What the report task pushed (test code may read the metadata database; task code may not)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        value = session.scalar(
+            select(XComModel.value).where(
+                XComModel.dag_id == DAG_ID,
+                XComModel.run_id == run.run_id,
+                XComModel.task_id == "report",
+                XComModel.key == "return_value",
+            )
+        )
+    return None if value is None else XComModel.deserialize_value(SimpleNamespace(value=value))
+
+
 def test_a_broken_keyspace_is_repaired(dagbag, airflow_against_test_node, cql, new_keyspace):
     keyspace = new_keyspace("dag")
     create_schema(cql, keyspace, "3.9")
-    break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    found = break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
 
-    run = dagbag.get_dag("message_consistency").test(
+    started = time.perf_counter()
+    run = dagbag.get_dag(DAG_ID).test(
         run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
     )
+    print(f"dag.test() repair run: {time.perf_counter() - started:.0f}s")
 
     assert str(run.state) == "success"
     assert task_states(run) == {
@@ -27,21 +56,33 @@ def test_a_broken_keyspace_is_repaired(dagbag, airflow_against_test_node, cql, n
     }
     assert projection(cql, keyspace) == truth(cql, keyspace)
     assert airflow_against_test_node() == []
+    summary = report_xcom(run)
+    assert summary["check_before"]["inconsistencies"] == found
+    assert {k: summary["repair"][k] for k in ("status", "addedMessageIdEntries", "removedMessageIdEntries")} == {
+        "status": "COMPLETED",
+        "addedMessageIdEntries": found["missing"],
+        "removedMessageIdEntries": found["orphan"],
+    }
+    assert summary["verify_after"]["remainingInconsistencies"] == 0
 
 
 def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_against_test_node, cql, new_keyspace):
     keyspace = new_keyspace("dagdry")
     create_schema(cql, keyspace, "3.9")
-    break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    found = break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
     before = write_times(cql, keyspace)
 
-    run = dagbag.get_dag("message_consistency").test(run_conf={"keyspace": keyspace, "dry_run": True})
+    started = time.perf_counter()
+    run = dagbag.get_dag(DAG_ID).test(run_conf={"keyspace": keyspace, "dry_run": True})
+    print(f"dag.test() dry run: {time.perf_counter() - started:.0f}s")
 
     assert str(run.state) == "success"
     states = task_states(run)
     assert states["check_before"] == "success" and states["report"] == "success"
     assert states["repair"] == states["verify_after"] == "skipped"
     assert write_times(cql, keyspace) == before
+    summary = report_xcom(run)
+    assert summary["check_before"]["inconsistencies"] == found and set(summary) == {"check_before"}
 
 
 def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
@@ -53,19 +94,131 @@ def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
     cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = 2", (rows[0]["mailboxid"],))
     insert(cql, keyspace, "imapuidtable", message("3.9", rows[0]["mailboxid"], 0, 4_242, modseq=None))
     before = projection(cql, keyspace)
+    written_before = write_times(cql, keyspace)
 
-    run = dagbag.get_dag("message_consistency").test(run_conf={"keyspace": keyspace})
+    started = time.perf_counter()
+    run = dagbag.get_dag(DAG_ID).test(run_conf={"keyspace": keyspace})
+    print(f"dag.test() corrupt-truth run: {time.perf_counter() - started:.0f}s")
 
     assert str(run.state) == "failed"
     states = task_states(run)
     assert states["check_before"] == "failed"
     assert states["repair"] in ("upstream_failed", "None")
     assert projection(cql, keyspace) == before
+    assert write_times(cql, keyspace) == written_before
     alerts = airflow_against_test_node()
     assert len(alerts) == 1
     alert = alerts[0]
-    assert alert["dag_id"] == "message_consistency" and alert["task_id"] == "check_before"
+    assert alert["dag_id"] == DAG_ID and alert["task_id"] == "check_before" and alert["run_id"] == run.run_id
     assert alert["report"]["keyspace"] == keyspace
     gate = alert["report"]["failed_gates"][0]
     assert gate["gate"] == "messages_truth_health"
     assert {failure["target"] for failure in gate["failed_expectations"]} >= {"uid", "modseq"}
+
+
+@pytest.fixture
+def submitted(monkeypatch):
+    """Run a ConsistencyJobOperator up to spark-submit and keep what it would have started."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    captured = {}
+
+    def submit(hook, application="", **kwargs):
+        captured["command"] = hook._build_spark_submit_command(application)
+        captured["env"] = dict(hook._env or {})
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    return captured
+
+
+def test_the_job_gets_the_password_by_environment_only(monkeypatch, submitted):
+    from james_airflow.operators import ConsistencyJobOperator
+    from james_airflow.runs import run_folder
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", "cassandra://james:Very-S3cret-pass@cassandra-1:9142")
+    operator = ConsistencyJobOperator(task_id="repair", target="messages", mode="repair", pool="cassandra_heavy")
+    params = {
+        "keyspace": "james_prod",
+        "dry_run": False,
+        "messages_per_second": 50,
+        "recheck_delay_seconds": 3,
+        "truth_consistency": "SERIAL",
+        "max_destructive_share": 0.05,
+        "allow_destructive": False,
+    }
+    run_id = "test__credentials_by_environment"
+    try:
+        operator.execute({"dag": SimpleNamespace(dag_id=DAG_ID), "run_id": run_id, "params": params})
+    finally:
+        shutil.rmtree(run_folder(DAG_ID, run_id), ignore_errors=True)
+
+    command = submitted["command"]
+    assert "Very-S3cret-pass" not in " ".join(command)
+    assert submitted["env"]["CASSANDRA_PASSWORD"] == "Very-S3cret-pass"
+    assert submitted["env"]["CASSANDRA_USERNAME"] == "james"
+    assert command[command.index("--master") + 1] == "local[2]"
+    assert "spark.cassandra.connection.host=cassandra-1" in command
+    assert "spark.cassandra.connection.port=9142" in command
+    assert command[command.index("--jars") + 1].count(".jar") >= 1
+    arguments = command[command.index(str(operator.application)) + 1 :]
+    assert arguments[: arguments.index("--report")] == [
+        "--target",
+        "messages",
+        "--keyspace",
+        "james_prod",
+        "--mode",
+        "repair",
+    ]
+    for flag, value in (("--messages-per-second", "50"), ("--recheck-delay", "3"), ("--truth-consistency", "SERIAL")):
+        assert arguments[arguments.index(flag) + 1] == value
+    assert "--allow-destructive" not in arguments
+
+
+def alert_context(tmp_path):
+    return {
+        "dag": SimpleNamespace(dag_id=DAG_ID),
+        "run_id": "manual__alert-test",
+        "ti": SimpleNamespace(task_id="check_before", run_id="manual__alert-test", try_number=1, log_url="http://x"),
+        "exception": RuntimeError("job exit code 4: gate failed"),
+    }
+
+
+def test_the_alert_reaches_every_channel_even_when_one_fails(tmp_path, monkeypatch):
+    from james_airflow.notifiers import AlertLog, ConsistencyAlert
+
+    monkeypatch.setenv("JAMES_ALERT_LOG", str(tmp_path / "alerts.jsonl"))
+    delivered = []
+
+    class Broken:
+        name = "broken-mail"
+
+        def send(self, alert, context):
+            raise ConnectionRefusedError("smtp down")
+
+    class Chat:
+        name = "chat"
+
+        def send(self, alert, context):
+            delivered.append(alert)
+
+    ConsistencyAlert("message repair failed", channels=[Broken(), AlertLog(), Chat()]).notify(alert_context(tmp_path))
+
+    logged = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert len(logged) == 1 and delivered == logged
+    assert {k: logged[0][k] for k in ("title", "dag_id", "run_id", "task_id")} == {
+        "title": "message repair failed",
+        "dag_id": DAG_ID,
+        "run_id": "manual__alert-test",
+        "task_id": "check_before",
+    }
+    assert "gate failed" in logged[0]["reason"]
+
+
+def test_the_default_channels_include_the_alert_log(tmp_path, monkeypatch):
+    from james_airflow.notifiers import ConsistencyAlert
+
+    monkeypatch.setenv("JAMES_ALERT_LOG", str(tmp_path / "alerts.jsonl"))
+    ConsistencyAlert().notify(alert_context(tmp_path))
+
+    assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1

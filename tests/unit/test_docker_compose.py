@@ -1,17 +1,39 @@
-"""docker-compose.yaml describes a real multi-node deployment.
+"""docker-compose.yaml describes a real multi-node deployment: parsed and checked here, and validated by the docker
+client's compose (`docker compose config -q`, or the standalone `docker-compose`) where one is installed."""
 
-Parsed and checked here: this machine's docker client has no compose plugin (`docker compose config` is not
-available) and no engine.
-"""
+import os
+import re
+import shutil
+import subprocess
 
+import pytest
 import yaml
 from james_consistency.paths import PROJECT_ROOT
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
+AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+SECRETS = {"POSTGRES_PASSWORD": "local-only", "AIRFLOW_JWT_SECRET": "local-only"}
 
 
 def compose() -> dict:
     return yaml.safe_load(COMPOSE.read_text())
+
+
+def dockerfile(service: dict) -> str:
+    assert service["build"]["context"] == "."
+    return (PROJECT_ROOT / service["build"]["dockerfile"]).read_text()
+
+
+def compose_client() -> list[str] | None:
+    """Compose v2 (the docker plugin, or its standalone binary); v1 (`docker-compose` 1.x, end of life) does not
+    know the top-level `name`."""
+    for client in (["docker", "compose"], ["docker-compose"]):
+        if not shutil.which(client[0]):
+            continue
+        probe = subprocess.run([*client, "version"], capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0 and re.search(r"version v?2\.", probe.stdout):
+            return client
+    return None
 
 
 def test_services_images_and_health_checks():
@@ -24,34 +46,71 @@ def test_services_images_and_health_checks():
         "spark-worker",
         "postgres",
         "airflow-init",
-        "airflow-apiserver",
-        "airflow-scheduler",
-        "airflow-dag-processor",
-        "airflow-triggerer",
+        *AIRFLOW_SERVICES,
     } <= set(services)
     assert services["cassandra-1"]["image"] == services["cassandra-2"]["image"] == "cassandra:5.0"
+    assert "cqlsh" in str(services["cassandra-1"]["healthcheck"]["test"])
+    assert "nodetool status" in str(services["cassandra-2"]["healthcheck"]["test"]), "both nodes in the ring"
+    assert services["cassandra-2"]["depends_on"]["cassandra-1"]["condition"] == "service_healthy"
     spark_image = services["spark-master"]["image"]
-    assert spark_image.startswith("apache/spark:3.5.") and "java17" in spark_image and "python3" in spark_image
+    assert re.fullmatch(r"apache/spark:3\.5\.\d+-scala2\.12-java17-python3-ubuntu", spark_image)
+    assert f"SPARK_IMAGE={spark_image}" in dockerfile(services["spark-worker"]), "the worker is the same Spark"
     for name, service in services.items():
         if name != "airflow-init":
             assert "healthcheck" in service, name
-    for name in ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
-        assert services[name]["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
-        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["airflow-init"]["restart"] == "no"
+    for name in AIRFLOW_SERVICES:
+        assert services[name]["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully", name
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
+    scheduler_needs = services["airflow-scheduler"]["depends_on"]
+    assert {scheduler_needs[s]["condition"] for s in ("cassandra-1", "cassandra-2", "spark-worker")} == {
+        "service_healthy"
+    }
+    assert "cassandra_heavy 1" in str(services["airflow-init"]["command"])
+
+
+def test_the_spark_versions_and_python_versions_match():
+    services = compose()["services"]
+    spark_version = re.search(r"apache/spark:(3\.5\.\d+)", services["spark-master"]["image"]).group(1)
+    pinned = dict(
+        line.split("==") for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines() if "==" in line
+    )
+
+    assert pinned["pyspark"] == spark_version, "the client's spark-submit and the cluster run the same Spark"
+    airflow_dockerfile = dockerfile(services["airflow-scheduler"])
+    assert f"apache/airflow:{pinned['apache-airflow']}-python3.11" in airflow_dockerfile
+    assert "FROM python:3.11" in dockerfile(services["spark-worker"]), "executors need the driver's Python minor"
 
 
 def test_airflow_is_built_from_the_pinned_requirements_and_points_at_the_cluster():
     services = compose()["services"]
     scheduler = services["airflow-scheduler"]
-    dockerfile = (PROJECT_ROOT / scheduler["build"]["dockerfile"]).read_text()
+    text = dockerfile(scheduler)
 
-    assert "apache/airflow:3.3." in dockerfile and "requirements.txt" in dockerfile
+    assert "requirements.txt" in text and "jars/spark/pom.xml" in text
     environment = scheduler["environment"]
     assert environment["AIRFLOW_CONN_CASSANDRA_DEFAULT"].startswith("cassandra://cassandra-1:9042")
     assert environment["AIRFLOW_CONN_SPARK_DEFAULT"].startswith("spark://spark-master:7077")
     assert environment["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://airflow:${POSTGRES")
-    mounts = {volume.split(":")[1] for volume in scheduler["volumes"]}
-    assert {"/opt/james-consistency/dags", "/opt/james-consistency/plugins", "/opt/james-consistency/spark"} <= mounts
+    assert environment["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "http://airflow-apiserver:8080/execution/"
+    assert environment["AIRFLOW__API_AUTH__JWT_SECRET"].startswith("${AIRFLOW_JWT_SECRET:?")
+    assert environment["SPARK_LOCAL_HOSTNAME"] == scheduler["hostname"] == "airflow-scheduler"
+    for name in AIRFLOW_SERVICES:
+        assert (
+            services[name]["environment"]["AIRFLOW_CONN_CASSANDRA_DEFAULT"]
+            == environment["AIRFLOW_CONN_CASSANDRA_DEFAULT"]
+        )
+        mounts = {volume.split(":")[1] for volume in services[name]["volumes"]}
+        assert {
+            "/opt/james-consistency/dags",
+            "/opt/james-consistency/plugins",
+            "/opt/james-consistency/spark",
+            "/opt/james-consistency/expectations",
+            "/opt/james-consistency/.local/runs",
+            "/opt/airflow/logs",
+        } <= mounts, name
+    worker_mounts = {volume.split(":")[1] for volume in services["spark-worker"]["volumes"]}
+    assert {"/opt/james-consistency/spark", "/opt/james-consistency/.local/runs"} <= worker_mounts
 
 
 def test_no_password_is_written_in_the_file():
@@ -59,5 +118,31 @@ def test_no_password_is_written_in_the_file():
 
     assert "${POSTGRES_PASSWORD:?" in text
     for line in text.splitlines():
-        if "PASSWORD" in line and ":" in line:
+        if re.search(r"PASSWORD|SECRET|FERNET", line) and ":" in line and not line.lstrip().startswith("#"):
             assert "${" in line, line
+
+
+def test_the_dockerfiles_leave_local_state_out_of_the_images():
+    for name in ("airflow", "spark"):
+        ignored = (PROJECT_ROOT / "docker" / f"{name}.Dockerfile.dockerignore").read_text().split()
+        assert {".local", ".venv", ".git"} <= set(ignored), name
+
+
+def test_docker_compose_config_accepts_the_file():
+    client = compose_client()
+    if client is None:
+        pytest.skip("no Compose v2 client on this machine (`docker compose` plugin or standalone `docker-compose` v2)")
+    env = {**os.environ, **SECRETS}
+    result = subprocess.run(
+        [*client, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+
+    missing = subprocess.run(
+        [*client, "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k not in SECRETS},
+        timeout=120,
+    )
+    assert missing.returncode != 0 and "POSTGRES_PASSWORD" in missing.stderr + missing.stdout
