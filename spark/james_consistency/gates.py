@@ -27,6 +27,8 @@ class GateResult:
     failed_expectations: list[dict] = field(default_factory=list)
     results_dir: str = ""
     data_docs: str = ""
+    # Rows behind a failure, when the gate judged figures measured on a table (e.g. the truth's health).
+    sample_rows: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)

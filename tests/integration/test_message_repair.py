@@ -192,8 +192,8 @@ def test_corrupt_truth_fails_the_health_gate_and_writes_nothing(cql, cassandra_s
     gate = failure.value.report["gates"][-1]
     assert gate["name"] == "messages_truth_health" and not gate["success"]
     failed = {(f["expectation"], f["target"]) for f in gate["failed_expectations"]}
-    assert ("expect_column_values_to_be_between", "uid") in failed
-    assert ("expect_column_values_to_not_be_null", "modseq") in failed
+    assert {target for _, target in failed} == {"uid_below_1", "null_modseq"}
+    assert [(row["uid"], row["modseq"]) for row in gate["sample_rows"]] == [(0, None)], "the offending truth row"
     assert projection(cql, keyspace) == before
 
 

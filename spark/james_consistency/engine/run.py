@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -26,6 +25,7 @@ from james_consistency.engine.diff import (
     ACTUAL_PREFIX,
     EXPECTED_PREFIX,
     KINDS,
+    PRESENCE,
     compare,
     inconsistencies,
     plan_metrics,
@@ -155,7 +155,14 @@ def candidates_by_key(spec: ProjectionSpec, found: DataFrame, truth: DataFrame) 
     identity = [
         F.first(identity_of(name), ignorenulls=True).alias(name) for name in spec.sample_columns if name not in spec.key
     ]
-    return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), *hints, *identity)
+    expected_rows = F.count(F.col(EXPECTED_PREFIX + PRESENCE)).alias("expected_rows_at_key")
+    return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows, *hints, *identity)
+
+
+def _problem_sample(truth: DataFrame, spec: ProjectionSpec, size: int) -> list[dict]:
+    """A few truth rows the health gate objects to (a second, filtered scan, only when the gate failed)."""
+    rows = truth.where(spec.truth_problem()).limit(min(size, 20)).collect()
+    return json.loads(json.dumps([row.asDict() for row in rows], default=str))
 
 
 LOCATED = "located_"
@@ -194,30 +201,39 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     run.truth_rows_field = spec.report_names.processed_truth
     log.info("%s %s on keyspace %s (James %s)", options.mode, spec.name, keyspace, generation)
 
-    truth = read_table(spark, keyspace, spec.truth_table, spec.truth_columns).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        truth_rows = truth.count()
-        report[spec.report_names.processed_truth] = truth_rows
-        if options.gates_enabled:
-            _gate(run, gates.validate(truth, spec.truth_suite_name, asset=f"{spec.name}_truth"))
-
-        compared = compare(
-            spec.derive(truth),
-            read_table(spark, keyspace, spec.projection_table, spec.columns),
-            spec.key,
-            spec.value_columns,
-        )
-        if spec.unreadable is not None:
-            compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
-        observation = Observation(f"plan-{run.run_id}")
-        candidates_path = run.work_dir / "candidates"
-        candidates_by_key(
-            spec, inconsistencies(compared.observe(observation, *plan_metrics(compared))), truth
-        ).write.mode("overwrite").parquet(str(candidates_path))
-        metrics = observation.get
-    finally:
-        truth.unpersist()
+    # One pass: the truth and the projection are scanned once, the diff is written to the run's work folder, and
+    # the truth's health and the plan are measured on the way (Observations). The gates then judge those figures
+    # before anything is written to Cassandra; the driver never holds more than counts and samples.
+    truth = read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
+    truth_health = Observation(f"truth-{run.run_id}")
+    observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.truth_metrics())
+    compared = compare(
+        spec.derive(observed_truth),
+        read_table(spark, keyspace, spec.projection_table, spec.columns),
+        spec.key,
+        spec.value_columns,
+    )
+    if spec.unreadable is not None:
+        compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
+    plan = Observation(f"plan-{run.run_id}")
+    keys = Observation(f"keys-{run.run_id}")
+    candidates = candidates_by_key(spec, inconsistencies(compared.observe(plan, *plan_metrics(compared))), truth)
+    candidates_path = run.work_dir / "candidates"
+    candidates.observe(
+        keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
+    ).write.mode("overwrite").parquet(str(candidates_path))
+    health, metrics = {**truth_health.get, **keys.get}, plan.get
     scan_finished = time.time()
+
+    truth_rows = health["truth_rows"]
+    report[spec.report_names.processed_truth] = truth_rows
+    report["truthHealth"] = health
+    if options.gates_enabled:
+        health_frame = spark.createDataFrame([health])
+        result = gates.validate(health_frame, spec.truth_suite_name, asset=f"{spec.name}_truth_health")
+        if not result.success:
+            result.sample_rows = _problem_sample(truth, spec, options.sample_size)
+        _gate(run, result)
 
     report[spec.report_names.processed_projection] = metrics["projection_rows"]
     report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}

@@ -3,7 +3,8 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class ProjectionSpec:
     # each unit that cannot be read; the projection rows whose `scope_column` names such a unit are left alone.
     unreadable: Callable[[DataFrame], DataFrame] | None = None
     scope_column: str = ""
+    # The truth's health, measured during the scan: named aggregate columns judged by the truth suite, and the
+    # filter that finds the rows behind a failure.
+    truth_metrics: Callable[[], list[Column]] = field(default=lambda: [])
+    truth_problem: Callable[[], Column] = field(default=lambda: F.lit(False))
 
     @property
     def truth_suite_name(self) -> str:

@@ -16,6 +16,12 @@ from james_consistency.engine.apply import ApplyContext
 from james_consistency.engine.live import prepared, with_retries
 from james_consistency.engine.spec import ProjectionSpec, ReportNames
 from james_consistency.errors import OperatorError
+from james_consistency.projections.health import (
+    acl_event_problems,
+    any_problem,
+    counted_problems,
+    legacy_acl_problems,
+)
 
 RIGHTS_ORDER = "aeiklprstwx"
 SPECIAL_NAMES = ("owner", "anyone", "authenticated")
@@ -150,6 +156,7 @@ def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
         truth_suite=f"acl_truth_health_{generation.replace('.', '')}",
         unreadable=lambda truth: unreadable(truth, generation),
         scope_column="mailboxid",
+        **_truth_health(generation),
     )
 
 
@@ -184,6 +191,7 @@ def aclv2_projection(generation: str) -> ProjectionSpec:
         truth_suite="acl_truth_health_39",
         unreadable=lambda truth: unreadable(truth, generation),
         scope_column="id",
+        **_truth_health(generation),
     )
 
 
@@ -195,3 +203,11 @@ def _report_names(table: str) -> ReportNames:
         updated=f"updated{table}Entries",
         removed=f"removed{table}Entries",
     )
+
+
+def _truth_health(generation: str) -> dict:
+    problems = acl_event_problems if generation == "3.9" else legacy_acl_problems
+    return {
+        "truth_metrics": lambda: counted_problems(problems()),
+        "truth_problem": lambda: any_problem(problems()),
+    }

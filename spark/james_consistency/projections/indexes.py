@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.live import prepared, with_retries
 from james_consistency.engine.spec import ProjectionSpec, ReportNames
+from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
 from james_consistency.projections.messages import AmbiguousTruth
 
 TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", "flagdeleted", "flagseen", "flagrecent")
@@ -88,6 +89,8 @@ def _index_projection(
         cql_types={"mailboxid": "timeuuid", uid_column: "bigint", "messageid": "timeuuid"},
         locate=locate,
         truth_suite="messages_truth_health",
+        truth_metrics=lambda: counted_problems(message_truth_problems()),
+        truth_problem=lambda: any_problem(message_truth_problems()),
     )
 
 

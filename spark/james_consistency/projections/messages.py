@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.live import prepared, with_retries
 from james_consistency.engine.spec import ProjectionSpec, ReportNames
+from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
 from james_consistency.schema import table
 
 REPORT_NAMES = ReportNames(
@@ -89,4 +90,6 @@ def message_projection(generation: str) -> ProjectionSpec:
         sample_columns=("mailboxid", "messageid", "uid"),
         sample_names={"mailboxid": "mailboxId", "messageid": "messageId"},
         cql_types=cql_types,
+        truth_metrics=lambda: counted_problems(message_truth_problems()),
+        truth_problem=lambda: any_problem(message_truth_problems()),
     )
