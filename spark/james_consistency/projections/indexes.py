@@ -8,11 +8,10 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from james_consistency.engine.apply import ApplyContext, to_cql_value
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.apply import ApplyContext
 from james_consistency.engine.spec import ProjectionSpec, ReportNames
 from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
-from james_consistency.projections.messages import AmbiguousTruth
+from james_consistency.projections.messages import live_truth_at
 
 TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", "flagdeleted", "flagseen", "flagrecent")
 
@@ -29,43 +28,9 @@ def _index_projection(
         return truth.select("mailboxid", F.col("uid").alias(uid_column), "messageid")
 
     def recheck(session, context: ApplyContext, candidate_key: dict, candidate) -> dict | None:
-        """The truth at this (mailboxId, uid) now: through the messageIds the scan saw there and the one
-        messageIdTable holds now (a message added after the scan)."""
         mailbox, uid = candidate_key["mailboxid"], candidate_key[uid_column]
-        current = with_retries(
-            lambda: session.execute(
-                prepared(
-                    session,
-                    f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
-                    context.projection_consistency,
-                ),
-                [mailbox, uid],
-            ).one()
-        )
-        message_ids = {to_cql_value(v, "timeuuid") for v in candidate["messageid_seen"] if v is not None}
-        if current is not None:
-            message_ids.add(current["messageid"])
-        select_truth = prepared(
-            session,
-            f"SELECT {', '.join(TRUTH_COLUMNS)} FROM {context.keyspace}.imapuidtable "
-            "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
-            context.truth_consistency,
-        )
-        rows = [
-            row
-            for message_id in message_ids
-            if (
-                row := with_retries(
-                    lambda message_id=message_id: session.execute(select_truth, [message_id, mailbox, uid]).one()
-                )
-            )
-            is not None
-        ]
-        if len(rows) > 1:
-            raise AmbiguousTruth(f"several messages claim uid {uid} in mailbox {mailbox}")
-        if rows and holds(rows[0]):
-            return {"mailboxid": mailbox, uid_column: uid}
-        return None
+        row = live_truth_at(session, context, mailbox, uid, candidate["messageid_seen"], TRUTH_COLUMNS)
+        return {"mailboxid": mailbox, uid_column: uid} if row is not None and holds(row) else None
 
     return ProjectionSpec(
         name=name,

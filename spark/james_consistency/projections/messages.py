@@ -36,45 +36,7 @@ def message_projection(generation: str) -> ProjectionSpec:
         return truth.select(*columns)
 
     def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
-        """The truth rows at this (mailboxId, uid), found through every messageId that may hold it: the ones the
-        scan saw on either side and the one the projection holds now."""
-        current_projection = with_retries(
-            lambda: session.execute(
-                prepared(
-                    session,
-                    f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
-                    context.projection_consistency,
-                ),
-                [key["mailboxid"], key["uid"]],
-            ).one()
-        )
-        message_ids = {to_cql_value(value, "timeuuid") for value in candidate["messageid_seen"] if value is not None}
-        if current_projection is not None:
-            message_ids.add(current_projection["messageid"])
-        select_truth = prepared(
-            session,
-            f"SELECT {', '.join(columns)} FROM {context.keyspace}.imapuidtable "
-            "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
-            context.truth_consistency,
-        )
-        truth_rows = [
-            row
-            for message_id in message_ids
-            if (
-                row := with_retries(
-                    lambda message_id=message_id: session.execute(
-                        select_truth, [message_id, key["mailboxid"], key["uid"]]
-                    ).one()
-                )
-            )
-            is not None
-        ]
-        if len(truth_rows) > 1:
-            raise AmbiguousTruth(
-                f"messages {sorted(str(row['messageid']) for row in truth_rows)} all claim uid {key['uid']} "
-                f"in mailbox {key['mailboxid']}"
-            )
-        return truth_rows[0] if truth_rows else None
+        return live_truth_at(session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns)
 
     return ProjectionSpec(
         name="messages",
@@ -93,3 +55,43 @@ def message_projection(generation: str) -> ProjectionSpec:
         truth_metrics=lambda: counted_problems(message_truth_problems()),
         truth_problem=lambda: any_problem(message_truth_problems()),
     )
+
+
+def live_truth_at(session, context: ApplyContext, mailbox, uid, message_ids_seen, columns) -> dict | None:
+    """The imapUidTable row at (mailboxId, uid) now, found through every messageId that may hold it: the ones the
+    scan saw there and the one messageIdTable holds now (a message added after the scan). AmbiguousTruth when
+    several messages claim the uid."""
+    current_projection = with_retries(
+        lambda: session.execute(
+            prepared(
+                session,
+                f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
+                context.projection_consistency,
+            ),
+            [mailbox, uid],
+        ).one()
+    )
+    message_ids = {to_cql_value(value, "timeuuid") for value in message_ids_seen if value is not None}
+    if current_projection is not None:
+        message_ids.add(current_projection["messageid"])
+    select_truth = prepared(
+        session,
+        f"SELECT {', '.join(columns)} FROM {context.keyspace}.imapuidtable "
+        "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
+        context.truth_consistency,
+    )
+    truth_rows = [
+        row
+        for message_id in message_ids
+        if (
+            row := with_retries(
+                lambda message_id=message_id: session.execute(select_truth, [message_id, mailbox, uid]).one()
+            )
+        )
+        is not None
+    ]
+    if len(truth_rows) > 1:
+        raise AmbiguousTruth(
+            f"messages {sorted(str(row['messageid']) for row in truth_rows)} all claim uid {uid} in mailbox {mailbox}"
+        )
+    return truth_rows[0] if truth_rows else None
