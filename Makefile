@@ -1,5 +1,6 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
+SHELL := /bin/bash
 .PHONY: setup run test lint format bench ui
 
 setup:
