@@ -241,6 +241,7 @@ def _job(args) -> int:
     from datetime import UTC, datetime
 
     from james_consistency.engine.run import resolve_target
+    from james_consistency.errors import NotApplicable
     from james_consistency.paths import REPORTS_DIR
     from james_consistency.schema import validate_keyspace_name
     from james_consistency.spark_env import JOBS_DIR, spark_submit_command
@@ -248,7 +249,11 @@ def _job(args) -> int:
     keyspace = validate_keyspace_name(args.keyspace)
     settings = _settings(args)
     # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
-    resolve_target(settings, args.target, keyspace)
+    try:
+        resolve_target(settings, args.target, keyspace)
+    except NotApplicable as reason:
+        print(f"{args.target} {args.mode} on {keyspace}: NOT_APPLICABLE; {reason}")
+        return 0
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     report = args.report or str(REPORTS_DIR / f"{args.target}-{args.mode}-{stamp}.json")
     arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]

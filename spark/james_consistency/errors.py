@@ -6,3 +6,8 @@ class OperatorError(Exception):
 
     The message names the problem and, where there is one, the fix.
     """
+
+
+class NotApplicable(Exception):
+    """The repair target does not exist in this keyspace's James schema generation (e.g. aclv2 in James 3.5): there
+    is nothing to check or repair, which is not an error."""

@@ -31,7 +31,7 @@ from james_consistency.engine.diff import (
     plan_metrics,
 )
 from james_consistency.engine.spec import ProjectionSpec
-from james_consistency.errors import OperatorError
+from james_consistency.errors import NotApplicable, OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.projections import projection_spec
 from james_consistency.schema import detect_generation, validate_keyspace_name
@@ -40,6 +40,7 @@ from james_consistency.spark_env import refresh_connector_schema
 log = logging.getLogger("james_consistency")
 
 COMPLETED = "COMPLETED"
+NOT_APPLICABLE = "NOT_APPLICABLE"
 PARTIAL = "PARTIAL"
 FAILED = "FAILED"
 CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
@@ -194,7 +195,10 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     )
     run = Run(options, settings, spark)
     keyspace = options.keyspace.lower()
-    spec, generation = resolve_target(settings, options.target, keyspace)
+    try:
+        spec, generation = resolve_target(settings, options.target, keyspace)
+    except NotApplicable as reason:
+        return _not_applicable(run, keyspace, str(reason))
 
     report = _new_report(run, spec, generation)
     run.report = report
@@ -282,6 +286,21 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     _summarize_outcomes(report, spec, outcomes, options)
     status = PARTIAL if report["failedCount"] or report.get("unreadableTruth") else COMPLETED
     return _finish(run, report, status)
+
+
+def _not_applicable(run: Run, keyspace: str, reason: str) -> dict:
+    log.info("%s: %s", run.options.target, reason)
+    report = {
+        "type": f"{run.options.target}-consistency",
+        "target": run.options.target,
+        "mode": run.options.mode,
+        "dryRun": run.options.dry_run,
+        "keyspace": keyspace,
+        "runId": run.run_id,
+        "reason": reason,
+        "inconsistencies": {kind: 0 for kind in KINDS},
+    }
+    return _finish(run, report, NOT_APPLICABLE)
 
 
 def _leave_unreadable_truth_alone(run: Run, spec: ProjectionSpec, truth: DataFrame, compared: DataFrame) -> DataFrame:

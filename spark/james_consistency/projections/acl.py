@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from james_consistency.engine.apply import ApplyContext
 from james_consistency.engine.live import prepared, with_retries
 from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.errors import OperatorError
+from james_consistency.errors import NotApplicable
 from james_consistency.projections.health import (
     acl_event_problems,
     any_problem,
@@ -162,7 +162,7 @@ def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
 
 def aclv2_projection(generation: str) -> ProjectionSpec:
     if generation != "3.9":
-        raise OperatorError("aclv2 exists only in the James 3.9 schema (3.5 keeps ACLs in `acl` JSON)")
+        raise NotApplicable("aclv2 exists only in the James 3.9 schema (3.5 keeps ACLs in `acl` JSON)")
     truth_table, truth_columns = _truth_table(generation)
 
     def derive(truth: DataFrame) -> DataFrame:
