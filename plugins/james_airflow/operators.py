@@ -30,6 +30,8 @@ def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str
         ]
         if params.get("allow_destructive"):
             arguments.append("--allow-destructive")
+    if target == "flags" and params.get("remove_unused_flags"):
+        arguments.append("--remove-unused-flags")
     return arguments
 
 

@@ -115,11 +115,15 @@ def test_aclv2_is_repaired_from_the_event_store(cql, cassandra_settings, spark, 
     assert dry["inconsistencies"]["outdated"] == report["updatedAclv2Entries"] > 0
 
 
-def test_aclv2_on_a_35_keyspace_is_refused(cql, cassandra_settings, new_keyspace, spark):
-    from james_consistency.errors import OperatorError
+def test_aclv2_on_a_35_keyspace_is_not_applicable(cql, cassandra_settings, new_keyspace, capsys):
+    """3.5 keeps ACLs in `acl` JSON: nothing to repair, said in one line, exit 0 (a DAG run does not fail)."""
+    from james_consistency.cli import main
     from james_consistency.schema import create_schema
 
     keyspace = new_keyspace("old")
     create_schema(cql, keyspace, "3.5")
-    with pytest.raises(OperatorError, match="aclv2 exists only in the James 3.9 schema"):
-        execute(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="check"))
+
+    code = main(["repair", "aclv2", "--keyspace", keyspace, "--port", str(cassandra_settings.port)])
+
+    assert code == 0
+    assert "NOT_APPLICABLE; aclv2 exists only in the James 3.9 schema" in capsys.readouterr().out

@@ -54,7 +54,8 @@ def comparable(row: dict | None, columns: tuple[str, ...]) -> tuple | None:
 
 
 class ProjectionWriter:
-    """Reads and writes one projection table by its key, through prepared statements."""
+    """Reads and writes one projection table by its key, through prepared statements: whole rows, upserted or
+    deleted with a timestamp. Other writers (set elements, counters) offer the same four methods."""
 
     def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
         table = f"{context.keyspace}.{spec.projection_table}"
@@ -81,11 +82,14 @@ class ProjectionWriter:
         values = [key[column] for column in self.spec.key]
         return with_retries(lambda: self.session.execute(self.select, values).one())
 
-    def write(self, row: dict, timestamp: int) -> None:
+    def consistent(self, expected: dict | None, current: dict | None) -> bool:
+        return comparable(expected, self.spec.columns) == comparable(current, self.spec.columns)
+
+    def write(self, row: dict, timestamp: int, current: dict | None) -> None:
         values = [_bindable(row.get(column)) for column in self.spec.columns] + [timestamp]
         with_retries(lambda: self.session.execute(self.upsert, values))
 
-    def remove(self, key: dict, timestamp: int) -> None:
+    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
         values = [timestamp] + [key[column] for column in self.spec.key]
         with_retries(lambda: self.session.execute(self.delete, values))
 
@@ -105,16 +109,18 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     """
     key = {column: to_cql_value(candidate[column], spec.cql_types.get(column, "")) for column in spec.key}
     write_timestamp = now_micros()
-    expected = spec.recheck(session, context, key, candidate)
+    # The projection is read before the truth: a counter writer checks, right before adding, that the counter
+    # did not move while the truth was being counted.
     current = writer.read(key)
-    if comparable(expected, spec.columns) == comparable(current, spec.columns):
+    expected = spec.recheck(session, context, key, candidate)
+    if writer.consistent(expected, current):
         return ALREADY_CONSISTENT
     if expected is None:
         if context.write:
-            writer.remove(key, write_timestamp)
+            writer.remove(key, write_timestamp, current)
         return REMOVED
     if context.write:
-        writer.write(expected, write_timestamp)
+        writer.write(expected, write_timestamp, current)
     return ADDED if current is None else UPDATED
 
 
@@ -123,7 +129,7 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
 
     def run(candidates):
         session = executor_session(context.settings)
-        writer = ProjectionWriter(session, context, spec)
+        writer = (spec.writer or ProjectionWriter)(session, context, spec)
         limiter = RateLimiter(context.rate_per_task)
         for candidate in candidates:
             limiter.wait()

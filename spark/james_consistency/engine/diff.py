@@ -42,13 +42,19 @@ def rows_differ(value_columns: tuple[str, ...]) -> Column:
     return reduce(lambda left, right: left | right, differences)
 
 
-def compare(expected: DataFrame, actual: DataFrame, key: tuple[str, ...], value_columns: tuple[str, ...]) -> DataFrame:
+def compare(
+    expected: DataFrame,
+    actual: DataFrame,
+    key: tuple[str, ...],
+    value_columns: tuple[str, ...],
+    equivalent: Column | None = None,
+) -> DataFrame:
     """Full outer join of expected and actual projection rows on the projection key, with a `kind` column:
 
     - missing: an expected row with no actual row at its key;
     - outdated: both exist and differ in any value column (the fix rewrites the whole row);
     - orphan: an actual row with no expected row at its key (the fix deletes it);
-    - null: both exist and are equal.
+    - null: both exist and are equal, or `equivalent` (a condition over the prefixed columns) holds.
     Columns: the key, `expected_<column>` and `actual_<column>` for every value column, `kind`.
     """
     joined = _prefixed(normalize_empty_collections(expected), EXPECTED_PREFIX, key).join(
@@ -61,6 +67,8 @@ def compare(expected: DataFrame, actual: DataFrame, key: tuple[str, ...], value_
         .when(~has_expected & has_actual, F.lit(ORPHAN))
         .when(rows_differ(value_columns), F.lit(OUTDATED))
     )
+    if equivalent is not None:
+        kind = F.when(~F.coalesce(equivalent, F.lit(False)), kind)
     return joined.withColumn("kind", kind)
 
 

@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--write-consistency", default="LOCAL_QUORUM")
     parser.add_argument("--max-destructive-share", type=float, default=0.05)
     parser.add_argument("--allow-destructive", action="store_true")
+    parser.add_argument(
+        "--remove-unused-flags", action="store_true", help="flags: also remove keywords no message uses any more"
+    )
     parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates (benchmarks)")
     parser.add_argument("--report", required=True, help="where to write the JSON report")
     parser.add_argument("--run-dir", help="work folder for candidates and outcomes")
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         allow_destructive=args.allow_destructive,
         run_dir=args.run_dir,
         gates_enabled=not args.no_gates,
+        remove_unused_flags=args.remove_unused_flags,
     )
     spark = SparkSession.builder.appName(f"james-consistency-{args.mode}-{args.target}").getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))

@@ -68,6 +68,8 @@ class RunOptions:
     sample_size: int = 100
     run_dir: str | None = None
     gates_enabled: bool = True
+    # applicableFlag: also remove keywords no message of the mailbox uses (James itself only ever adds them).
+    remove_unused_flags: bool = False
 
     def validate(self) -> None:
         validate_keyspace_name(self.keyspace)
@@ -130,34 +132,44 @@ def candidates_by_key(spec: ProjectionSpec, found: DataFrame, truth: DataFrame) 
     (arrays: a broken truth may hold two rows for one key, and the re-check must see both), and the sample identity.
 
     Hints come from both sides of the diff, or, for a projection without them, from the spec's locator over every
-    truth row at the key."""
-    if spec.locate is not None:
-        located = spec.locate(truth).select(
-            *spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns)
-        )
-        found = found.join(located, on=list(spec.key), how="left")
-
-        def seen(name):
-            return F.array(F.col(LOCATED + name))
-
-        def identity_of(name):
-            return F.col(LOCATED + name)
-    else:
-
-        def seen(name):
-            return F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))
-
-        def identity_of(name):
-            return F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))
-
-    hints = [
-        F.array_distinct(F.flatten(F.collect_list(seen(name)))).alias(name + "_seen") for name in spec.hint_columns
-    ]
-    identity = [
-        F.first(identity_of(name), ignorenulls=True).alias(name) for name in spec.sample_columns if name not in spec.key
-    ]
+    truth row at the key (grouped per key before the join: a per-mailbox projection has many truth rows per key)."""
     expected_rows = F.count(F.col(EXPECTED_PREFIX + PRESENCE)).alias("expected_rows_at_key")
-    return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows, *hints, *identity)
+    if spec.locate is None:
+        hints = [
+            F.array_distinct(
+                F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
+            ).alias(name + "_seen")
+            for name in spec.hint_columns
+        ]
+        identity = [
+            F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(
+                name
+            )
+            for name in spec.sample_columns
+            if name not in spec.key
+        ]
+        return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows, *hints, *identity)
+
+    per_key = found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows)
+    located = spec.locate(truth).select(*spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns))
+    empty = F.array().cast("array<string>")
+    return (
+        per_key.join(located, on=list(spec.key), how="left")
+        .groupBy(*spec.key)
+        .agg(
+            F.first("kind").alias("kind"),
+            F.first("expected_rows_at_key").alias("expected_rows_at_key"),
+            *(
+                F.coalesce(F.array_distinct(F.collect_list(LOCATED + name)), empty).alias(name + "_seen")
+                for name in spec.hint_columns
+            ),
+            *(
+                F.first(LOCATED + name, ignorenulls=True).alias(name)
+                for name in spec.sample_columns
+                if name not in spec.key
+            ),
+        )
+    )
 
 
 def _problem_sample(truth: DataFrame, spec: ProjectionSpec, size: int) -> list[dict]:
@@ -169,7 +181,9 @@ def _problem_sample(truth: DataFrame, spec: ProjectionSpec, size: int) -> list[d
 LOCATED = "located_"
 
 
-def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> tuple[ProjectionSpec, str]:
+def resolve_target(
+    settings: CassandraSettings, target: str, keyspace: str, **spec_options
+) -> tuple[ProjectionSpec, str]:
     """The projection spec for the keyspace's James generation; OperatorError for a wrong keyspace or table."""
     keyspace = validate_keyspace_name(keyspace)
     session = connect(settings, keyspace)
@@ -177,8 +191,8 @@ def resolve_target(settings: CassandraSettings, target: str, keyspace: str) -> t
         generation = detect_generation(session, keyspace)
         if generation is None:
             raise OperatorError(f"keyspace '{keyspace}' has no James message tables (imapUidTable is missing)")
-        spec = projection_spec(target, generation)
-        require_tables(session, keyspace, [spec.truth_table, spec.projection_table])
+        spec = projection_spec(target, generation, **spec_options)
+        require_tables(session, keyspace, [spec.truth_table, *spec.extra_truth_tables, spec.projection_table])
     finally:
         close(session)
     return spec, generation
@@ -196,26 +210,37 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     run = Run(options, settings, spark)
     keyspace = options.keyspace.lower()
     try:
-        spec, generation = resolve_target(settings, options.target, keyspace)
+        spec, generation = resolve_target(
+            settings, options.target, keyspace, remove_unused_flags=options.remove_unused_flags
+        )
     except NotApplicable as reason:
         return _not_applicable(run, keyspace, str(reason))
 
     report = _new_report(run, spec, generation)
     run.report = report
+    run.spec = spec
     run.truth_rows_field = spec.report_names.processed_truth
     log.info("%s %s on keyspace %s (James %s)", options.mode, spec.name, keyspace, generation)
 
     # One pass: the truth and the projection are scanned once, the diff is written to the run's work folder, and
     # the truth's health and the plan are measured on the way (Observations). The gates then judge those figures
     # before anything is written to Cassandra; the driver never holds more than counts and samples.
-    truth = read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
+    truth = (
+        spec.read_truth(lambda table, columns: read_table(spark, keyspace, table, columns))
+        if spec.read_truth
+        else read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
+    )
+    projection = read_table(spark, keyspace, spec.projection_table, spec.columns)
+    if spec.projection_view is not None:
+        projection = spec.projection_view(projection)
     truth_health = Observation(f"truth-{run.run_id}")
     observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.truth_metrics())
     compared = compare(
         spec.derive(observed_truth),
-        read_table(spark, keyspace, spec.projection_table, spec.columns),
+        projection,
         spec.key,
         spec.value_columns,
+        spec.equivalent() if spec.equivalent else None,
     )
     if spec.unreadable is not None:
         compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
@@ -240,6 +265,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
         _gate(run, result)
 
     report[spec.report_names.processed_projection] = metrics["projection_rows"]
+    report["expectedProjectionRows"] = metrics["expected_rows"]
     report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}
     destructive = metrics["orphan"] + metrics["outdated"]
     report["plan"] = {
@@ -414,6 +440,9 @@ def _new_report(run: Run, spec: ProjectionSpec, generation: str) -> dict:
 
 
 def _finish(run: Run, report: dict, status: str) -> dict:
+    spec = getattr(run, "spec", None)
+    if spec is not None and spec.finish_report is not None:
+        spec.finish_report(report)
     finished = time.time()
     report["status"] = status
     report["result"] = status

@@ -60,6 +60,20 @@ class ProjectionSpec:
     # filter that finds the rows behind a failure.
     truth_metrics: Callable[[], list[Column]] = field(default=lambda: [])
     truth_problem: Callable[[], Column] = field(default=lambda: F.lit(False))
+    # A truth spread over several tables: `read_truth(read)` builds it with `read(table, columns)` (a connector
+    # scan); the default scans `truth_table`. Every table it reads is named in `extra_truth_tables` (pre-flight).
+    read_truth: Callable[[Callable[[str, tuple[str, ...]], DataFrame]], DataFrame] | None = None
+    extra_truth_tables: tuple[str, ...] = ()
+    # Only part of the projection table is this repair's business (e.g. MAILBOX quota rows, not SIEVE ones).
+    projection_view: Callable[[DataFrame], DataFrame] | None = None
+    # When expected and actual rows are equivalent without being equal (an absent counter row is a zero; an
+    # add-only index holding more than expected), a condition over the diff's expected_/actual_ columns.
+    equivalent: Callable[[], Column] | None = None
+    # How candidates are read and written in the executors: (session, ApplyContext, spec) -> a writer with
+    # read/consistent/write/remove (engine.apply.ProjectionWriter for plain rows).
+    writer: Callable | None = None
+    # Adds the projection's James report fields once the run's figures are known: (report) -> None.
+    finish_report: Callable[[dict], None] | None = None
 
     @property
     def truth_suite_name(self) -> str:

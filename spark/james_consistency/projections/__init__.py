@@ -2,12 +2,13 @@
 
 from james_consistency.errors import OperatorError
 
-TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent")
+TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags", "counters", "quotas")
 
 
-def projection_spec(target: str, generation: str):
-    """The spec of a repair target for a James schema generation."""
-    from james_consistency.projections import acl, indexes, messages
+def projection_spec(target: str, generation: str, **options):
+    """The spec of a repair target for a James schema generation; `options` reach the builders that take them
+    (remove_unused_flags for `flags`)."""
+    from james_consistency.projections import acl, counters, flags, indexes, messages
 
     builders = {
         "messages": messages.message_projection,
@@ -16,6 +17,11 @@ def projection_spec(target: str, generation: str):
         "deleted": indexes.deleted_projection,
         "unseen": indexes.unseen_projection,
         "recent": indexes.recent_projection,
+        "flags": lambda generation: flags.applicable_flag_projection(
+            generation, remove_unused=options.get("remove_unused_flags", False)
+        ),
+        "counters": counters.mailbox_counters_projection,
+        "quotas": counters.quota_projection,
     }
     if target not in builders:
         raise OperatorError(f"unknown repair target '{target}': choose one of {', '.join(builders)}")

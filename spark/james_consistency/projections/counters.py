@@ -1,0 +1,358 @@
+"""mailboxCounters (messages and unseen messages per mailbox) and the users' current quotas (messages and octets per
+quota root: quotaCurrentValue's MAILBOX rows in James 3.9, currentQuota in 3.5), computed from the truth
+(imapUidTable, and the mailbox table for mailboxes with no message, which get zero).
+
+Cassandra counters cannot be set, only incremented: a fix reads the counter, recounts the truth, reads the counter
+again and adds (expected - current), only if the counter did not move meanwhile (mail activity: reported, left for
+the next run). Counters are still not concurrency-safe (James's ADR-0023): a message whose imapUidTable row is
+written but whose own increment has not landed yet is counted twice. A re-run converges; the report says so.
+A counter increment is never retried (a timed-out increment may have been applied): it is reported as failed.
+"""
+
+from collections.abc import Iterable
+
+from cassandra.concurrent import execute_concurrent_with_args
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from james_consistency.engine.apply import ApplyContext, to_cql_value
+from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
+from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.spec import ProjectionSpec, ReportNames
+from james_consistency.projections.health import any_problem, counted_problems
+
+CONCURRENCY_NOTE = (
+    "Counters are not concurrency-safe (James ADR-0023): mail delivered or read during the run may leave a counter "
+    "off by the messages in flight; a re-run converges. Counters that moved during their re-check were left alone "
+    "and are listed as failed."
+)
+REPORT_NAMES = ReportNames(
+    processed_truth="processedTruthRows",
+    processed_projection="processedCounterEntries",
+    added="addedCounterEntries",
+    updated="updatedCounterEntries",
+    removed="removedCounterEntries",
+)
+LOOKUP_CONCURRENCY = 64
+
+
+class CounterMoved(Exception):
+    """The counter changed between its two reads around the recount: mail activity; left for the next run."""
+
+
+def counter_problems() -> dict:
+    """Message rows of the truth that cannot be counted (empty mailboxes have a row with no message)."""
+    message = F.col("messageid").isNotNull()
+    return {
+        "null_uid": message & F.col("uid").isNull(),
+        "uid_below_1": message & (F.col("uid") < 1),
+    }
+
+
+def quota_problems() -> dict:
+    message = F.col("messageid").isNotNull()
+    return {
+        **counter_problems(),
+        "null_size": message & F.col("fullcontentoctets").isNull(),
+        "negative_size": message & (F.col("fullcontentoctets") < 0),
+    }
+
+
+def all_zero_equivalent(value_columns: tuple[str, ...]):
+    """An absent counter row reads as zero: expected and actual compare with nulls as 0."""
+
+    def equivalent():
+        condition = F.lit(True)
+        for column in value_columns:
+            expected = F.coalesce(F.col(EXPECTED_PREFIX + column), F.lit(0))
+            actual = F.coalesce(F.col(ACTUAL_PREFIX + column), F.lit(0))
+            condition = condition & (expected == actual)
+        return condition
+
+    return equivalent
+
+
+class CounterWriter:
+    """Adds the difference to counter columns, after checking the counter did not move since it was first read."""
+
+    def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
+        table = f"{context.keyspace}.{spec.projection_table.lower()}"
+        where = " AND ".join(f"{column} = ?" for column in spec.key)
+        self.session, self.spec = session, spec
+        self.select = prepared(
+            session, f"SELECT {', '.join(spec.columns)} FROM {table} WHERE {where}", context.projection_consistency
+        )
+        increments = ", ".join(f"{column} = {column} + ?" for column in spec.value_columns)
+        self.increment = prepared(session, f"UPDATE {table} SET {increments} WHERE {where}", context.write_consistency)
+        self.delete = prepared(session, f"DELETE FROM {table} WHERE {where}", context.write_consistency)
+
+    def _key_values(self, row: dict) -> list:
+        return [row[column] for column in self.spec.key]
+
+    def values(self, row: dict | None) -> tuple[int, ...]:
+        return tuple(int((row or {}).get(column) or 0) for column in self.spec.value_columns)
+
+    def read(self, key: dict) -> dict | None:
+        return with_retries(lambda: self.session.execute(self.select, self._key_values(key)).one())
+
+    def consistent(self, expected: dict | None, current: dict | None) -> bool:
+        return self.values(expected) == self.values(current)
+
+    def _unmoved(self, key: dict, current: dict | None) -> None:
+        now = self.read(key)
+        if self.values(now) != self.values(current):
+            raise CounterMoved(f"counter moved from {self.values(current)} to {self.values(now)} during the re-check")
+
+    def write(self, expected: dict, timestamp: int, current: dict | None) -> None:
+        self._unmoved(expected, current)
+        deltas = [new - old for new, old in zip(self.values(expected), self.values(current), strict=True)]
+        # Not retried: a timed-out increment may have been applied, and a second one would double it.
+        self.session.execute(self.increment, [*deltas, *self._key_values(expected)])
+
+    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
+        self._unmoved(key, current)
+        self.session.execute(self.delete, self._key_values(key))
+
+
+# ---- the live recount, in the executors ---------------------------------------------------------------------------
+
+
+def _rows(session, statement, arguments: Iterable[tuple]) -> list[dict]:
+    results = execute_concurrent_with_args(
+        session, statement, list(arguments), concurrency=LOOKUP_CONCURRENCY, raise_on_first_error=True
+    )
+    return [row for _, result in results for row in result]
+
+
+def live_messages(session, context: ApplyContext, generation: str, mailboxes: set, hinted: set) -> list[dict]:
+    """The truth rows (mailboxid, uid, flagseen, fullcontentoctets) of the given mailboxes now: every message the
+    scan saw there, and every message their messageIdTable partitions list now (mail delivered after the scan),
+    each read back from imapUidTable. Sizes come from the truth row (3.9) or messageV2 (3.5)."""
+    keyspace = context.keyspace
+    listing = prepared(
+        session, f"SELECT messageid FROM {keyspace}.messageidtable WHERE mailboxid = ?", context.projection_consistency
+    )
+    message_ids = set(hinted)
+    for row in _rows(session, listing, [(mailbox,) for mailbox in mailboxes]):
+        message_ids.add(row["messageid"])
+    size = ", fullcontentoctets" if generation == "3.9" else ""
+    truth = prepared(
+        session,
+        f"SELECT messageid, mailboxid, uid, flagseen{size} FROM {keyspace}.imapuidtable WHERE messageid = ?",
+        context.truth_consistency,
+    )
+    rows = [row for row in _rows(session, truth, [(m,) for m in message_ids]) if row["mailboxid"] in mailboxes]
+    if generation != "3.9" and rows:
+        sizes = prepared(
+            session,
+            f"SELECT messageid, fullcontentoctets FROM {keyspace}.messagev2 WHERE messageid = ?",
+            context.truth_consistency,
+        )
+        octets = {
+            row["messageid"]: row["fullcontentoctets"]
+            for row in _rows(session, sizes, [(m,) for m in {row["messageid"] for row in rows}])
+        }
+        rows = [{**row, "fullcontentoctets": octets.get(row["messageid"])} for row in rows]
+    return rows
+
+
+def _hinted(candidate, column: str, cql_type: str) -> set:
+    return {to_cql_value(value, cql_type) for value in candidate[column + "_seen"] if value is not None}
+
+
+def _read_messages(generation: str, read, size: bool) -> DataFrame:
+    columns = ("messageid", "mailboxid", "uid", "flagseen")
+    if generation == "3.9":
+        return read("imapUidTable", columns + (("fullcontentoctets",) if size else ()))
+    messages = read("imapUidTable", columns)
+    if not size:
+        return messages
+    return messages.join(read("messageV2", ("messageid", "fullcontentoctets")), on="messageid", how="left")
+
+
+# ---- mailboxCounters ------------------------------------------------------------------------------------------------
+
+
+def mailbox_counters_projection(generation: str) -> ProjectionSpec:
+    def read_truth(read) -> DataFrame:
+        mailboxes = read("mailbox", ("id",)).select(F.col("id").alias("mailboxid"))
+        return mailboxes.join(_read_messages(generation, read, size=False), on="mailboxid", how="left")
+
+    def derive(truth: DataFrame) -> DataFrame:
+        return truth.groupBy("mailboxid").agg(
+            F.count("messageid").alias("count"),
+            F.count(F.when(F.col("messageid").isNotNull() & ~F.coalesce("flagseen", F.lit(False)), 1)).alias("unseen"),
+        )
+
+    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+        mailbox = key["mailboxid"]
+        exists = prepared(session, f"SELECT id FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency)
+        if with_retries(lambda: session.execute(exists, [mailbox]).one()) is None:
+            return None
+        rows = live_messages(session, context, generation, {mailbox}, _hinted(candidate, "messageid", "timeuuid"))
+        unseen = sum(1 for row in rows if not row["flagseen"])
+        return {"mailboxid": mailbox, "count": len(rows), "unseen": unseen}
+
+    def finish_report(report: dict) -> None:
+        report["processedMailboxes"] = report.get("expectedProjectionRows", 0)
+        report["failedMailboxes"] = sorted({error["mailboxId"] for error in report.get("errors", [])})
+        report["concurrencyNote"] = CONCURRENCY_NOTE
+
+    return ProjectionSpec(
+        name="counters",
+        truth_table="imapUidTable",
+        extra_truth_tables=("mailbox",),
+        projection_table="mailboxCounters",
+        key=("mailboxid",),
+        columns=("mailboxid", "count", "unseen"),
+        derive=derive,
+        recheck=recheck,
+        read_truth=read_truth,
+        report_names=REPORT_NAMES,
+        hint_columns=("messageid",),
+        locate=lambda truth: truth.select("mailboxid", "messageid"),
+        sample_columns=("mailboxid",),
+        sample_names={"mailboxid": "mailboxId"},
+        cql_types={"mailboxid": "timeuuid"},
+        truth_suite="counters_truth_health",
+        truth_metrics=lambda: counted_problems(counter_problems()),
+        truth_problem=lambda: any_problem(counter_problems()),
+        equivalent=all_zero_equivalent(("count", "unseen")),
+        writer=CounterWriter,
+        finish_report=finish_report,
+    )
+
+
+# ---- quotas -------------------------------------------------------------------------------------------------------
+
+
+def quota_root(namespace, user) -> str:
+    return f"{namespace}&{user}"
+
+
+def live_usage(session, context: ApplyContext, generation: str, root: str, candidate) -> tuple[int, int]:
+    """(messages, octets) of a quota root now: its mailboxes are the ones its path registrations list and the ones
+    the scan saw, each checked to still belong to the user; their messages as in `live_messages`."""
+    namespace, _, user = root.partition("&")
+    path_table = "mailboxpathv3" if generation == "3.9" else "mailboxpathv2"
+    paths = prepared(
+        session,
+        f"SELECT mailboxid FROM {context.keyspace}.{path_table} WHERE namespace = ? AND user = ?",
+        context.truth_consistency,
+    )
+    mailboxes = _hinted(candidate, "mailboxid", "timeuuid")
+    mailboxes |= {row["mailboxid"] for row in with_retries(lambda: list(session.execute(paths, [namespace, user])))}
+    owner = prepared(
+        session, f"SELECT id, mailboxbase FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency
+    )
+    owned = {
+        row["id"]
+        for row in _rows(session, owner, [(mailbox,) for mailbox in mailboxes])
+        if row["mailboxbase"] is not None and quota_root(row["mailboxbase"].namespace, row["mailboxbase"].user) == root
+    }
+    rows = live_messages(session, context, generation, owned, _hinted(candidate, "messageid", "timeuuid"))
+    return len(rows), sum(int(row["fullcontentoctets"] or 0) for row in rows)
+
+
+def quota_projection(generation: str) -> ProjectionSpec:
+    def read_truth(read) -> DataFrame:
+        mailboxes = read("mailbox", ("id", "mailboxbase")).select(
+            F.col("id").alias("mailboxid"),
+            F.concat_ws("&", "mailboxbase.namespace", "mailboxbase.user").alias("quotaroot"),
+        )
+        return mailboxes.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
+
+    def usage(truth: DataFrame) -> DataFrame:
+        return truth.groupBy("quotaroot").agg(
+            F.count("messageid").alias("messagecount"),
+            F.coalesce(F.sum("fullcontentoctets"), F.lit(0)).cast("long").alias("storage"),
+        )
+
+    def finish_report(report: dict, identifier: str, rows_per_root: int) -> None:
+        report["recomputeSingleQuotaComponentResults"] = [
+            {
+                "quotaComponent": "MAILBOX",
+                "processedIdentifierCount": report.get("expectedProjectionRows", 0) // rows_per_root,
+                "failedIdentifiers": sorted({error[identifier] for error in report.get("errors", [])}),
+            }
+        ]
+        report["concurrencyNote"] = CONCURRENCY_NOTE
+
+    common = dict(
+        name="quotas",
+        truth_table="imapUidTable",
+        extra_truth_tables=("mailbox", "mailboxPathV3" if generation == "3.9" else "mailboxPathV2")
+        + (() if generation == "3.9" else ("messageV2",)),
+        read_truth=read_truth,
+        report_names=REPORT_NAMES,
+        hint_columns=("messageid", "mailboxid"),
+        truth_suite="quotas_truth_health",
+        truth_metrics=lambda: counted_problems(quota_problems()),
+        truth_problem=lambda: any_problem(quota_problems()),
+        writer=CounterWriter,
+    )
+
+    if generation == "3.9":
+
+        def derive(truth: DataFrame) -> DataFrame:
+            per_type = F.explode(
+                F.array(
+                    F.struct(F.lit("count").alias("quotatype"), F.col("messagecount").alias("currentvalue")),
+                    F.struct(F.lit("size").alias("quotatype"), F.col("storage").alias("currentvalue")),
+                )
+            )
+            return (
+                usage(truth)
+                .select(F.col("quotaroot").alias("identifier"), F.lit("MAILBOX").alias("quotacomponent"), per_type)
+                .select("identifier", "quotacomponent", "col.quotatype", "col.currentvalue")
+            )
+
+        def locate(truth: DataFrame) -> DataFrame:
+            return truth.select(
+                F.col("quotaroot").alias("identifier"),
+                F.lit("MAILBOX").alias("quotacomponent"),
+                F.explode(F.array(F.lit("count"), F.lit("size"))).alias("quotatype"),
+                "messageid",
+                "mailboxid",
+            )
+
+        def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+            messages, octets = live_usage(session, context, generation, key["identifier"], candidate)
+            value = messages if key["quotatype"] == "count" else octets
+            return {**key, "currentvalue": value}
+
+        return ProjectionSpec(
+            **common,
+            projection_table="quotaCurrentValue",
+            key=("identifier", "quotacomponent", "quotatype"),
+            columns=("identifier", "quotacomponent", "quotatype", "currentvalue"),
+            derive=derive,
+            recheck=recheck,
+            locate=locate,
+            # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
+            projection_view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
+            sample_columns=("identifier", "quotatype"),
+            sample_names={"identifier": "quotaRoot", "quotatype": "quotaType"},
+            cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
+            equivalent=all_zero_equivalent(("currentvalue",)),
+            finish_report=lambda report: finish_report(report, "quotaRoot", 2),
+        )
+
+    def recheck_legacy(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+        messages, octets = live_usage(session, context, generation, key["quotaroot"], candidate)
+        return {"quotaroot": key["quotaroot"], "messagecount": messages, "storage": octets}
+
+    return ProjectionSpec(
+        **common,
+        projection_table="currentQuota",
+        key=("quotaroot",),
+        columns=("quotaroot", "messagecount", "storage"),
+        derive=usage,
+        recheck=recheck_legacy,
+        locate=lambda truth: truth.select("quotaroot", "messageid", "mailboxid"),
+        sample_columns=("quotaroot",),
+        sample_names={"quotaroot": "quotaRoot"},
+        cql_types={"quotaroot": "text"},
+        equivalent=all_zero_equivalent(("messagecount", "storage")),
+        finish_report=lambda report: finish_report(report, "quotaRoot", 1),
+    )

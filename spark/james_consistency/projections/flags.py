@@ -1,0 +1,147 @@
+"""applicableFlag: the keywords (user flags) used in a mailbox, one set per mailbox, rebuilt from imapUidTable.
+
+James only ever adds keywords to it (IMAP clients offer them back to the user), so by default the repair only adds
+the missing ones; removing keywords no message uses any more is an option. Fixes are set-element updates
+(`userflags + {...}`, `userflags - {...}`), never a rewrite of the whole set: a keyword a user adds meanwhile stays.
+"""
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from james_consistency.engine.apply import ApplyContext, to_cql_value
+from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
+from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.spec import ProjectionSpec, ReportNames
+from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
+
+TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", "userflags")
+
+
+def used_keywords(truth: DataFrame) -> DataFrame:
+    """One row per mailbox using at least one keyword: (mailboxid, userflags sorted)."""
+    return (
+        truth.select("mailboxid", F.explode("userflags").alias("flag"))
+        .groupBy("mailboxid")
+        .agg(F.array_sort(F.collect_set("flag")).alias("userflags"))
+    )
+
+
+def missing_none() -> Column:
+    """Add-only: the projection is right when it holds every keyword in use (more is allowed)."""
+    expected = F.coalesce(F.col(EXPECTED_PREFIX + "userflags"), F.array().cast("array<string>"))
+    actual = F.coalesce(F.col(ACTUAL_PREFIX + "userflags"), F.array().cast("array<string>"))
+    return F.size(F.array_except(expected, actual)) == 0
+
+
+def _flags(row: dict | None) -> set[str]:
+    return set((row or {}).get("userflags") or ())
+
+
+class FlagSetWriter:
+    """Adds (and, when allowed, removes) single keywords of a mailbox's set, stamped before the re-read."""
+
+    def __init__(self, session, context: ApplyContext, spec: ProjectionSpec, remove_unused: bool):
+        table = f"{context.keyspace}.applicableflag"
+        self.session = session
+        self.remove_unused = remove_unused
+        self.select = prepared(
+            session, f"SELECT mailboxid, userflags FROM {table} WHERE mailboxid = ?", context.projection_consistency
+        )
+        self.add = prepared(
+            session,
+            f"UPDATE {table} USING TIMESTAMP ? SET userflags = userflags + ? WHERE mailboxid = ?",
+            context.write_consistency,
+        )
+        self.subtract = prepared(
+            session,
+            f"UPDATE {table} USING TIMESTAMP ? SET userflags = userflags - ? WHERE mailboxid = ?",
+            context.write_consistency,
+        )
+
+    def read(self, key: dict) -> dict | None:
+        return with_retries(lambda: self.session.execute(self.select, [key["mailboxid"]]).one())
+
+    def consistent(self, expected: dict | None, current: dict | None) -> bool:
+        if self.remove_unused:
+            return _flags(expected) == _flags(current)
+        return _flags(expected) <= _flags(current)
+
+    def write(self, expected: dict, timestamp: int, current: dict | None) -> None:
+        mailbox = expected["mailboxid"]
+        missing = _flags(expected) - _flags(current)
+        if missing:
+            with_retries(lambda: self.session.execute(self.add, [timestamp, missing, mailbox]))
+        unused = _flags(current) - _flags(expected)
+        if self.remove_unused and unused:
+            with_retries(lambda: self.session.execute(self.subtract, [timestamp, unused, mailbox]))
+
+    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
+        if self.remove_unused and _flags(current):
+            unused = _flags(current)
+            with_retries(lambda: self.session.execute(self.subtract, [timestamp, unused, key["mailboxid"]]))
+
+
+def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_projection: bool) -> set[str]:
+    """The keywords the truth rows of these messages in the mailbox carry now. With `include_projection`, also
+    those of messageIdTable's partition (a message added after the scan): removal must err on the side of keeping."""
+    select = prepared(
+        session,
+        f"SELECT userflags FROM {context.keyspace}.imapuidtable WHERE messageid = ? AND mailboxid = ?",
+        context.truth_consistency,
+    )
+    used: set[str] = set()
+    for message_id in message_ids:
+        rows = with_retries(lambda message_id=message_id: list(session.execute(select, [message_id, mailbox])))
+        for row in rows:
+            used |= set(row["userflags"] or ())
+    if include_projection:
+        partition = prepared(
+            session,
+            f"SELECT userflags FROM {context.keyspace}.messageidtable WHERE mailboxid = ?",
+            context.projection_consistency,
+        )
+        for row in with_retries(lambda: list(session.execute(partition, [mailbox]))):
+            used |= set(row["userflags"] or ())
+    return used
+
+
+def applicable_flag_projection(generation: str, remove_unused: bool = False) -> ProjectionSpec:
+    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+        hinted = {to_cql_value(value, "timeuuid") for value in candidate["messageid_seen"] if value is not None}
+        used = live_keywords(session, context, key["mailboxid"], hinted, include_projection=remove_unused)
+        return {"mailboxid": key["mailboxid"], "userflags": used} if used else None
+
+    def locate(truth: DataFrame) -> DataFrame:
+        return truth.where(F.size("userflags") > 0).select("mailboxid", "messageid")
+
+    def writer(session, context, spec):
+        return FlagSetWriter(session, context, spec, remove_unused)
+
+    return ProjectionSpec(
+        name="flags",
+        truth_table="imapUidTable",
+        projection_table="applicableFlag",
+        key=("mailboxid",),
+        columns=("mailboxid", "userflags"),
+        truth_columns=TRUTH_COLUMNS,
+        derive=used_keywords,
+        recheck=recheck,
+        report_names=ReportNames(
+            processed_truth="processedImapUidEntries",
+            processed_projection="processedMailboxEntries",
+            added="addedApplicableFlagEntries",
+            updated="updatedApplicableFlagEntries",
+            removed="removedApplicableFlagEntries",
+        ),
+        hint_columns=("messageid",),
+        sample_columns=("mailboxid",),
+        sample_names={"mailboxid": "mailboxId"},
+        cql_types={"mailboxid": "timeuuid"},
+        locate=locate,
+        truth_suite="messages_truth_health",
+        truth_metrics=lambda: counted_problems(message_truth_problems()),
+        truth_problem=lambda: any_problem(message_truth_problems()),
+        equivalent=None if remove_unused else missing_none,
+        writer=writer,
+        finish_report=lambda report: report.update(removeUnusedFlags=remove_unused),
+    )
