@@ -1,4 +1,4 @@
-"""`james-consistency bench messages`: how fast the message repair is, against the floor and against James.
+"""`james-consistency bench <target>`: how fast a repair is, against the floor (and, for messages, against James).
 
 In one Spark session it times, on the same broken keyspace:
 - the floor: a bare connector scan of imapUidTable and messageIdTable (count only);
@@ -132,7 +132,7 @@ def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages
     # A keyspace reused from an earlier bench was repaired since: break other rows than last time.
     seed += int(time.time())
     broken = {}
-    for kind in BROKEN_KINDS:
+    for kind in BROKEN_KINDS if rate > 0 else ():
         manifest = inject(
             settings, keyspace=keyspace, kind=kind, rate=rate / len(BROKEN_KINDS), random_seed=seed, manifest_path=None
         )
@@ -212,8 +212,94 @@ def bench_messages(
     return figures
 
 
+# The faults that break each projection other than messageIdTable (the bench of `messages` has its own).
+TARGET_FAULTS = {
+    "acl": ("acl-user-missing", "acl-user-wrong-rights", "acl-user-extra"),
+    "aclv2": ("aclv2-missing", "aclv2-wrong"),
+    "deleted": ("deleted-missing", "deleted-stale"),
+    "unseen": ("unseen-missing", "unseen-stale"),
+    "recent": ("recent-missing", "recent-stale"),
+    "flags": ("applicable-flag-missing",),
+    "counters": ("counters-wrong",),
+    "quotas": ("quota-wrong",),
+}
+
+
+def bench_projection(spark, settings: CassandraSettings, target: str, *, messages: int, rate: float, seed: int) -> dict:
+    """The same bench for any other target, on the same seeded keyspace as `bench messages`: a bare scan of the
+    tables the repair reads, its dry run and its repair (James has no repair to compare with for most of them)."""
+    from james_consistency.engine.run import resolve_target
+    from james_consistency.faults import inject
+
+    keyspace = f"bench_messages_{messages}"
+    seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
+    spec, _ = resolve_target(settings, target, keyspace)
+    broken = {
+        kind: inject(
+            settings, keyspace=keyspace, kind=kind, rate=rate, random_seed=seed + int(time.time()), manifest_path=None
+        )["count"]
+        for kind in TARGET_FAULTS[target]
+    }
+
+    def bare_scan_of_spec() -> int:
+        tables = {spec.truth_table: spec.truth_columns or None, spec.projection_table: spec.columns}
+        tables.update({table: None for table in spec.extra_truth_tables})
+        total = 0
+        for table, columns in tables.items():
+            frame = read_table(spark, keyspace, table, columns) if columns else _whole_table(spark, keyspace, table)
+            total += frame.count()
+        return total
+
+    scan = _timed("bare scan", spark, bare_scan_of_spec)
+    check = _timed("dry run", spark, lambda: execute(spark, settings, RunOptions(target, keyspace, mode="check")))
+    repair = _timed(
+        "repair",
+        spark,
+        lambda: execute(spark, settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True)),
+    )
+    names = spec.report_names
+    truth_rows = repair["result"][names.processed_truth]
+
+    def per_second(rows, phase):
+        return round(rows / phase["seconds"]) if phase["seconds"] else None
+
+    return {
+        "target": target,
+        "keyspace": keyspace,
+        "messages": seeded.get("messages", messages),
+        "truthRows": truth_rows,
+        "projectionRows": repair["result"][names.processed_projection],
+        "broken": broken,
+        "found": repair["result"]["inconsistencies"],
+        "fixed": {
+            "added": repair["result"][names.added],
+            "updated": repair["result"][names.updated],
+            "removed": repair["result"][names.removed],
+            "failed": repair["result"].get("failedCount", 0),
+        },
+        "status": repair["result"]["status"],
+        "bareScan": {
+            "seconds": scan["seconds"],
+            "rowsScanned": scan["result"],
+            "rowsPerSecond": per_second(scan["result"], scan),
+        },
+        "dryRun": {"seconds": check["seconds"], "truthRowsPerSecond": per_second(truth_rows, check)},
+        "repair": {"seconds": repair["seconds"], "truthRowsPerSecond": per_second(truth_rows, repair)},
+        "ratios": {"repairTimeOverBareScanTime": round(repair["seconds"] / max(scan["seconds"], 0.001), 2)},
+        "driverPeakJvmHeapMiB": {
+            phase: figures_of["peakJvmHeapMiB"]
+            for phase, figures_of in (("bareScan", scan), ("dryRun", check), ("repair", repair))
+        },
+    }
+
+
+def _whole_table(spark, keyspace: str, table: str):
+    return spark.read.format("org.apache.spark.sql.cassandra").options(keyspace=keyspace, table=table.lower()).load()
+
+
 def write_figures(figures: dict, path: str | None) -> Path:
-    target = Path(path or LOCAL_DIR / "bench" / f"messages-{figures['messages']}.json")
+    name = figures.get("target", "messages")
+    target = Path(path or LOCAL_DIR / "bench" / f"{name}-{figures['messages']}.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(figures, indent=2) + "\n")
     return target

@@ -46,6 +46,8 @@ def _settings(args):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from james_consistency.projections import TARGETS
+
     parser = argparse.ArgumentParser(
         prog="james-consistency",
         description="Consistency repairs for Apache James's Cassandra tables.",
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James-style reference")
-    bench.add_argument("target", choices=["messages"])
+    bench.add_argument("target", choices=TARGETS, help="the repair to time (messages adds the James-style reference)")
     bench.add_argument("--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)")
     bench.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
     bench.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
@@ -116,6 +118,11 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
     parser.add_argument("--keyspace", required=True)
     parser.add_argument("--report", help="JSON report path (default: .local/reports/<target>-<mode>-<time>.json)")
     parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates")
+    parser.add_argument(
+        "--remove-unused-flags",
+        action="store_true",
+        help="flags only: also remove keywords no message of the mailbox uses (James itself only adds them)",
+    )
     if mode == "repair":
         parser.add_argument(
             "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
@@ -211,7 +218,7 @@ def _demo(args) -> int:
 def _bench(args) -> int:
     import logging
 
-    from james_consistency.bench import bench_messages, write_figures
+    from james_consistency.bench import bench_messages, bench_projection, write_figures
     from james_consistency.spark_env import local_session
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -220,14 +227,24 @@ def _bench(args) -> int:
     settings = _settings(args)
     spark = local_session("james-consistency-bench", settings)
     try:
-        figures = bench_messages(
-            spark,
-            settings,
-            messages=args.messages,
-            inconsistency_rate=args.inconsistency_rate,
-            reference_sample=args.reference_sample,
-            seed=args.random_seed,
-        )
+        if args.target == "messages":
+            figures = bench_messages(
+                spark,
+                settings,
+                messages=args.messages,
+                inconsistency_rate=args.inconsistency_rate,
+                reference_sample=args.reference_sample,
+                seed=args.random_seed,
+            )
+        else:
+            figures = bench_projection(
+                spark,
+                settings,
+                args.target,
+                messages=args.messages,
+                rate=args.inconsistency_rate,
+                seed=args.random_seed,
+            )
     finally:
         spark.stop()
     print(json.dumps(figures, indent=2))
@@ -250,7 +267,7 @@ def _job(args) -> int:
     settings = _settings(args)
     # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
     try:
-        resolve_target(settings, args.target, keyspace)
+        resolve_target(settings, args.target, keyspace, remove_unused_flags=args.remove_unused_flags)
     except NotApplicable as reason:
         print(f"{args.target} {args.mode} on {keyspace}: NOT_APPLICABLE; {reason}")
         return 0
@@ -259,6 +276,8 @@ def _job(args) -> int:
     arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]
     if args.no_gates:
         arguments.append("--no-gates")
+    if args.remove_unused_flags:
+        arguments.append("--remove-unused-flags")
     if args.mode == "repair":
         arguments += [
             "--messages-per-second",
