@@ -1,5 +1,8 @@
 """index_rebuild: the low-priority per-mailbox indexes, rebuilt from imapUidTable (messageDeleted, firstUnseen,
-mailboxRecents), each independently, last in the night, after the message repair."""
+mailboxRecents, applicableFlag), each independently, last in the night, after the message repair.
+
+applicableFlag only gains the keywords in use (James never removes any); removing unused ones is the trigger form's
+"remove unused flags" option."""
 
 from james_airflow.consistency_dag import independent_repairs_dag
 
@@ -9,6 +12,7 @@ dag = independent_repairs_dag(
         "deleted": "messageDeleted (uids flagged \\Deleted)",
         "unseen": "firstUnseen (uids not \\Seen)",
         "recent": "mailboxRecents (uids flagged \\Recent)",
+        "flags": "applicableFlag (keywords used in the mailbox)",
     },
     cron_variable="JAMES_INDEX_REBUILD_CRON",
     default_cron="30 4 * * *",

@@ -12,6 +12,18 @@ def from_truth(cql, keyspace, condition):
     return {(m.mailboxid, m.uid) for m in cql.execute(f"SELECT * FROM {keyspace}.imapuidtable") if condition(m)}
 
 
+def keywords_in_use(cql, keyspace):
+    used = {}
+    for row in cql.execute(f"SELECT mailboxid, userflags FROM {keyspace}.imapuidtable"):
+        used.setdefault(row.mailboxid, set()).update(row.userflags or ())
+    return {mailbox: flags for mailbox, flags in used.items() if flags}
+
+
+def applicable_flags(cql, keyspace):
+    rows = cql.execute(f"SELECT mailboxid, userflags FROM {keyspace}.applicableflag")
+    return {row.mailboxid: set(row.userflags) for row in rows if row.userflags}
+
+
 def test_one_failed_rebuild_does_not_stop_the_others(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
@@ -19,7 +31,13 @@ def test_one_failed_rebuild_does_not_stop_the_others(
     seed_platform(
         cassandra_settings, keyspace=keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=40, spark=spark
     )
-    for kind, rate in (("deleted-missing", 0.5), ("unseen-missing", 0.2), ("recent-stale", 0.5)):
+    faults = (
+        ("deleted-missing", 0.5),
+        ("unseen-missing", 0.2),
+        ("recent-stale", 0.5),
+        ("applicable-flag-missing", 0.5),
+    )
+    for kind, rate in faults:
         inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=rate, manifest_path=str(tmp_path / kind))
     recents_before = index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid")
 
@@ -33,12 +51,15 @@ def test_one_failed_rebuild_does_not_stop_the_others(
         "verify_unseen": "success",
         "repair_recent": "failed",
         "verify_recent": "upstream_failed",
+        "repair_flags": "success",
+        "verify_flags": "success",
         "report": "failed",
     }
     assert str(run.state) == "failed"
     assert index_rows(cql, keyspace, "messagedeleted") == from_truth(cql, keyspace, lambda m: m.flagdeleted)
     assert index_rows(cql, keyspace, "firstunseen") == from_truth(cql, keyspace, lambda m: not m.flagseen)
     assert index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid") == recents_before, "stopped before writing"
+    assert applicable_flags(cql, keyspace) == keywords_in_use(cql, keyspace)
     alerts = airflow_against_test_node()
     assert [alert["task_id"] for alert in alerts] == ["repair_recent"]
     assert alerts[0]["report"]["failed_gates"][0]["gate"] == "plan_safety"
