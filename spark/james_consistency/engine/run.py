@@ -267,7 +267,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     report[spec.report_names.processed_projection] = metrics["projection_rows"]
     report["expectedProjectionRows"] = metrics["expected_rows"]
     report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}
-    destructive = metrics["orphan"] + metrics["outdated"]
+    destructive = sum(metrics[kind] for kind in spec.destructive_kinds)
     report["plan"] = {
         "toAdd": metrics["missing"],
         "toRewrite": metrics["outdated"],

@@ -72,6 +72,9 @@ class ProjectionSpec:
     # How candidates are read and written in the executors: (session, ApplyContext, spec) -> a writer with
     # read/consistent/write/remove (engine.apply.ProjectionWriter for plain rows).
     writer: Callable | None = None
+    # The kinds of fixes that can take something away from users (judged by the plan-safety gate): rewriting a row
+    # replaces its values, deleting it removes them; an add-only projection has none.
+    destructive_kinds: tuple[str, ...] = ("outdated", "orphan")
     # Adds the projection's James report fields once the run's figures are known: (report) -> None.
     finish_report: Callable[[dict], None] | None = None
 

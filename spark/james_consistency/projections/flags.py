@@ -142,6 +142,8 @@ def applicable_flag_projection(generation: str, remove_unused: bool = False) -> 
         truth_metrics=lambda: counted_problems(message_truth_problems()),
         truth_problem=lambda: any_problem(message_truth_problems()),
         equivalent=None if remove_unused else missing_none,
+        # Adding keywords takes nothing away; only their removal is judged by the plan-safety gate.
+        destructive_kinds=("outdated", "orphan") if remove_unused else (),
         writer=writer,
         finish_report=lambda report: report.update(removeUnusedFlags=remove_unused),
     )
