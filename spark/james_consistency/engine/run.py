@@ -361,7 +361,11 @@ def _reconcile(run: Run, spec: ProjectionSpec, candidates_path: Path, write: boo
         write=write,
     )
     outcomes_path = run.work_dir / ("outcomes" if write else "verification")
-    rows = candidates.repartition(parallelism).rdd.mapPartitions(apply_module.apply_partition(context, spec))
+    if spec.group_columns:
+        candidates = candidates.repartition(parallelism, *spec.group_columns).sortWithinPartitions(*spec.group_columns)
+    else:
+        candidates = candidates.repartition(parallelism)
+    rows = candidates.rdd.mapPartitions(apply_module.apply_partition(context, spec))
     spark.createDataFrame(rows, apply_module.OUTCOME_SCHEMA).write.mode("overwrite").parquet(str(outcomes_path))
     return spark.read.parquet(str(outcomes_path))
 

@@ -75,6 +75,9 @@ class ProjectionSpec:
     # The kinds of fixes that can take something away from users (judged by the plan-safety gate): rewriting a row
     # replaces its values, deleting it removes them; an add-only projection has none.
     destructive_kinds: tuple[str, ...] = ("outdated", "orphan")
+    # Candidates sharing these columns are re-checked one after the other in the same task (e.g. the count and size
+    # rows of one quota root, recounted once).
+    group_columns: tuple[str, ...] = ()
     # Adds the projection's James report fields once the run's figures are known: (report) -> None.
     finish_report: Callable[[dict], None] | None = None
 

@@ -316,8 +316,14 @@ def quota_projection(generation: str) -> ProjectionSpec:
                 "mailboxid",
             )
 
+        last_recount: dict = {}
+
         def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
-            messages, octets = live_usage(session, context, generation, key["identifier"], candidate)
+            # The count and size rows of a root come one after the other in a task (group_columns): one recount.
+            root = key["identifier"]
+            if last_recount.get("root") != root:
+                last_recount.update(root=root, usage=live_usage(session, context, generation, root, candidate))
+            messages, octets = last_recount["usage"]
             value = messages if key["quotatype"] == "count" else octets
             return {**key, "currentvalue": value}
 
@@ -331,6 +337,7 @@ def quota_projection(generation: str) -> ProjectionSpec:
             locate=locate,
             # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
             projection_view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
+            group_columns=("identifier",),
             sample_columns=("identifier", "quotatype"),
             sample_names={"identifier": "quotaRoot", "quotatype": "quotaType"},
             cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
