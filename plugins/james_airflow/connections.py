@@ -31,6 +31,11 @@ class CassandraAccess:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     local_dc: str | None = None
+    # Client TLS, from the connection's extra: `tls_ca_file` (PEM, for the Python driver), `tls_truststore` (PKCS12,
+    # for the connector) and `tls_truststore_password` (environment only, like the password).
+    tls_ca_file: str | None = None
+    tls_truststore: str | None = None
+    tls_truststore_password: str | None = field(default=None, repr=False)
 
     def environment(self) -> dict[str, str]:
         """The job's environment variables (the only place the password travels)."""
@@ -41,6 +46,12 @@ class CassandraAccess:
             env["CASSANDRA_USERNAME"] = self.username
         if self.password:
             env["CASSANDRA_PASSWORD"] = self.password
+        if self.tls_ca_file:
+            env["CASSANDRA_TLS_CA_FILE"] = self.tls_ca_file
+        if self.tls_truststore:
+            env["CASSANDRA_TLS_TRUSTSTORE"] = self.tls_truststore
+        if self.tls_truststore_password:
+            env["CASSANDRA_TLS_TRUSTSTORE_PASSWORD"] = self.tls_truststore_password
         return env
 
     def spark_conf(self) -> dict[str, str]:
@@ -53,6 +64,10 @@ class CassandraAccess:
             conf["spark.cassandra.connection.localDC"] = self.local_dc
         if self.username:
             conf["spark.cassandra.auth.username"] = self.username
+        if self.tls_truststore:
+            conf["spark.cassandra.connection.ssl.enabled"] = "true"
+            conf["spark.cassandra.connection.ssl.trustStore.path"] = self.tls_truststore
+            conf["spark.cassandra.connection.ssl.trustStore.type"] = "PKCS12"
         return conf
 
 
@@ -69,12 +84,16 @@ def access_from_connection(connection) -> CassandraAccess:
     Of a comma-separated host list only the first is used: the job's Python driver sessions (re-checks, deletes)
     take one contact point, and any node of the cluster leads to the others."""
     hosts = [host.strip() for host in (connection.host or "").split(",") if host.strip()]
+    extra = connection.extra_dejson or {}
     return CassandraAccess(
         host=hosts[0] if hosts else "127.0.0.1",
         port=int(connection.port or DEFAULT_PORT),
         username=connection.login or None,
         password=connection.password or None,
-        local_dc=local_dc_from_extra(connection.extra_dejson or {}),
+        local_dc=local_dc_from_extra(extra),
+        tls_ca_file=extra.get("tls_ca_file") or None,
+        tls_truststore=extra.get("tls_truststore") or None,
+        tls_truststore_password=extra.get("tls_truststore_password") or None,
     )
 
 

@@ -57,6 +57,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             port=int(cassandra_conf["spark.cassandra.connection.port"]),
             username=environment.get("CASSANDRA_USERNAME"),
             local_dc=environment.get("CASSANDRA_LOCAL_DC"),
+            tls_truststore=environment.get("CASSANDRA_TLS_TRUSTSTORE"),
         )
         # The DAG author's conf and env are kept apart so a second execute() starts from them again.
         self._user_conf = getattr(self, "_user_conf", dict(self.conf or {}))

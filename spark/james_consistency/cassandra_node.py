@@ -5,11 +5,12 @@ All of its state (config, data, logs, pid) lives in one git-ignored folder.
 """
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from james_consistency.errors import OperatorError
@@ -82,6 +83,10 @@ class LocalNode:
     heap: str = "2G"
     # The commit log is not synced to disk: for throwaway test nodes only.
     skip_sync: bool = False
+    # PasswordAuthenticator (Cassandra creates its bootstrap superuser; create your own roles and use them), and
+    # client TLS only (a self-signed certificate made with keytool, its CA and a PKCS12 truststore in home/tls).
+    auth: bool = False
+    tls: bool = False
 
     @classmethod
     def from_env(cls, **overrides) -> "LocalNode":
@@ -91,6 +96,8 @@ class LocalNode:
             "storage_port": int(os.environ.get("JAMES_CASSANDRA_STORAGE_PORT", 7000)),
             "jmx_port": int(os.environ.get("JAMES_CASSANDRA_JMX_PORT", 7199)),
             "heap": os.environ.get("JAMES_CASSANDRA_HEAP", "2G"),
+            "auth": os.environ.get("JAMES_CASSANDRA_AUTH") == "1",
+            "tls": os.environ.get("JAMES_CASSANDRA_TLS") == "1",
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)
@@ -98,6 +105,21 @@ class LocalNode:
     @property
     def pid_file(self) -> Path:
         return self.home / "cassandra.pid"
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.home / "tls"
+
+    @property
+    def ca_file(self) -> Path:
+        """The node's certificate (PEM), what a client trusts: CASSANDRA_TLS_CA_FILE."""
+        return self.tls_dir / "node-ca.pem"
+
+    @property
+    def truststore(self) -> Path:
+        """The same trust as a PKCS12 truststore for the Spark connector: CASSANDRA_TLS_TRUSTSTORE; its password is
+        in `truststore.password` next to it (CASSANDRA_TLS_TRUSTSTORE_PASSWORD)."""
+        return self.tls_dir / "truststore.p12"
 
     @property
     def log_dir(self) -> Path:
@@ -126,8 +148,14 @@ class LocalNode:
 
         if not _port_open("127.0.0.1", self.native_port, timeout):
             return None
+        settings = CassandraSettings.from_env(host="127.0.0.1", port=self.native_port)
+        if self.tls:
+            settings = replace(settings, tls_ca_file=str(self.ca_file))
         try:
-            session = connect(CassandraSettings.from_env(host="127.0.0.1", port=self.native_port), timeout=timeout)
+            session = connect(settings, timeout=timeout)
+        except OperatorError as error:
+            # A node that checks credentials answers CQL: it is up even when this client has none.
+            return "(authentication required)" if self.auth and "authentication failed" in str(error) else None
         except Exception:  # noqa: BLE001 - any failure means "not ready"
             return None
         try:
@@ -284,9 +312,9 @@ commitlog_directory: {data}/commitlog
 saved_caches_directory: {data}/saved_caches
 hints_directory: {data}/hints
 cdc_raw_directory: {data}/cdc_raw
-authenticator: AllowAllAuthenticator
+authenticator: {"PasswordAuthenticator" if self.auth else "AllowAllAuthenticator"}
 authorizer: AllowAllAuthorizer
-read_request_timeout: 20000ms
+{self._client_encryption()}read_request_timeout: 20000ms
 range_request_timeout: 30000ms
 write_request_timeout: 10000ms
 cas_contention_timeout: 5000ms
@@ -294,6 +322,54 @@ batch_size_fail_threshold: 1000KiB
 """
         )
         (self.conf_dir / "logback.xml").write_text(LOGBACK_XML.format(log_dir=self.log_dir))
+
+    def _client_encryption(self) -> str:
+        if not self.tls:
+            return "client_encryption_options:\n  enabled: false\n"
+        keystore, password = self._make_certificates()
+        return (
+            "client_encryption_options:\n  enabled: true\n  optional: false\n"
+            f"  keystore: {keystore}\n  keystore_password: {password}\n  store_type: PKCS12\n"
+            "  require_client_auth: false\n"
+        )
+
+    def _make_certificates(self) -> tuple[Path, str]:
+        """A self-signed certificate for 127.0.0.1 (kept across restarts), made with the JDK's keytool."""
+        keystore = self.tls_dir / "node.p12"
+        keystore_password_file = self.tls_dir / "keystore.password"
+        if keystore.exists() and keystore_password_file.exists() and self.truststore.exists():
+            return keystore, keystore_password_file.read_text().strip()
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.tls_dir.iterdir():
+            stale.unlink()
+        keystore_password, truststore_password = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+        keytool = ["keytool", "-noprompt"]
+        steps = [
+            [
+                "-genkeypair", "-alias", "node", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+                "-storetype", "PKCS12", "-keystore", str(keystore), "-storepass", keystore_password,
+                "-dname", "CN=127.0.0.1, OU=james-consistency local node", "-ext", "SAN=ip:127.0.0.1,dns:localhost",
+            ],
+            [
+                "-exportcert", "-rfc", "-alias", "node", "-keystore", str(keystore), "-storepass", keystore_password,
+                "-file", str(self.ca_file),
+            ],
+            [
+                "-importcert", "-alias", "node", "-file", str(self.ca_file), "-storetype", "PKCS12",
+                "-keystore", str(self.truststore), "-storepass", truststore_password,
+            ],
+        ]  # fmt: skip
+        for step in steps:
+            result = subprocess.run(keytool + step, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                raise OperatorError(f"keytool could not make the node's certificate: {result.stderr.strip()[:300]}")
+        for path, value in (
+            (keystore_password_file, keystore_password),
+            (self.tls_dir / "truststore.password", truststore_password),
+        ):
+            path.write_text(value + "\n")
+            path.chmod(0o600)
+        return keystore, keystore_password
 
 
 def _process_alive(pid: int) -> bool:

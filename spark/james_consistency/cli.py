@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     node = commands.add_parser("cassandra", help="run the local Apache Cassandra 5.0 node")
     node.add_argument("action", choices=["start", "stop", "status"])
     node.add_argument("--port", type=_port, help="CQL port of the local node (default: CASSANDRA_PORT or 9042)")
+    node.add_argument("--auth", action="store_true", default=None, help="start with PasswordAuthenticator")
+    node.add_argument("--tls", action="store_true", default=None, help="start with client TLS only (self-signed)")
     node.set_defaults(handler=_cassandra)
 
     schema = commands.add_parser("schema", help="create the James keyspace and tables (idempotent)")
@@ -137,10 +139,15 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
 def _cassandra(args) -> int:
     from james_consistency.cassandra_node import LocalNode
 
-    node = LocalNode.from_env(native_port=args.port)
+    node = LocalNode.from_env(native_port=args.port, auth=args.auth, tls=args.tls)
     if args.action == "start":
         status = node.start()
         print(f"Cassandra {status['release_version']} ready on {status['address']} (pid {status['pid']})")
+        if node.tls:
+            print(f"client TLS only: CASSANDRA_TLS_CA_FILE={node.ca_file} CASSANDRA_TLS_TRUSTSTORE={node.truststore}")
+            print(f"  CASSANDRA_TLS_TRUSTSTORE_PASSWORD is in {node.truststore.parent / 'truststore.password'}")
+        if node.auth:
+            print("PasswordAuthenticator: create a role for the repairs; CASSANDRA_USERNAME/CASSANDRA_PASSWORD")
     elif args.action == "stop":
         stopped = node.stop()
         print("Cassandra stopped" if stopped else "Cassandra was not running")

@@ -1,9 +1,10 @@
 """Python driver sessions: connection settings from the environment, clear errors when the node is not there."""
 
 import os
+import ssl
 from dataclasses import dataclass, field
 
-from cassandra import ConsistencyLevel
+from cassandra import AuthenticationFailed, ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.policies import RoundRobinPolicy
@@ -21,6 +22,11 @@ class CassandraSettings:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     local_dc: str | None = None
+    # Client TLS: the CA certificate (PEM) the Python driver trusts, and the same trust as a PKCS12 truststore for
+    # the Spark connector (its password, like the user's, travels only by environment).
+    tls_ca_file: str | None = None
+    tls_truststore: str | None = None
+    tls_truststore_password: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, host: str | None = None, port: int | None = None) -> "CassandraSettings":
@@ -30,6 +36,9 @@ class CassandraSettings:
             username=os.environ.get("CASSANDRA_USERNAME") or None,
             password=os.environ.get("CASSANDRA_PASSWORD") or None,
             local_dc=os.environ.get("CASSANDRA_LOCAL_DC") or None,
+            tls_ca_file=os.environ.get("CASSANDRA_TLS_CA_FILE") or None,
+            tls_truststore=os.environ.get("CASSANDRA_TLS_TRUSTSTORE") or None,
+            tls_truststore_password=os.environ.get("CASSANDRA_TLS_TRUSTSTORE_PASSWORD") or None,
         )
 
     @property
@@ -48,10 +57,16 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
         request_timeout=60.0,
         row_factory=row_factory or named_tuple_factory,
     )
+    ssl_context, ssl_options = None, None
+    if settings.tls_ca_file:
+        ssl_context = ssl.create_default_context(cafile=settings.tls_ca_file)
+        ssl_options = {"server_hostname": settings.host}
     cluster = Cluster(
         [settings.host],
         port=settings.port,
         auth_provider=auth,
+        ssl_context=ssl_context,
+        ssl_options=ssl_options,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=timeout,
         control_connection_timeout=timeout,
@@ -62,6 +77,17 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
     except NoHostAvailable as error:
         cluster.shutdown()
         reason = next(iter(error.errors.values()), error)
+        if isinstance(reason, AuthenticationFailed) or "Authentication" in type(reason).__name__:
+            who = f"user '{settings.username}'" if settings.username else "a client without credentials"
+            raise OperatorError(
+                f"Cassandra node at {settings.address} refused {who} (authentication failed); "
+                "set CASSANDRA_USERNAME and CASSANDRA_PASSWORD, or the login of the Airflow connection"
+            ) from None
+        if settings.tls_ca_file is None and _looks_like_tls_required(reason):
+            raise OperatorError(
+                f"Cassandra node at {settings.address} closed the connection: it may require client TLS; "
+                "set CASSANDRA_TLS_CA_FILE to the CA certificate (PEM) it uses"
+            ) from None
         raise OperatorError(
             f"Cassandra node at {settings.address} is unreachable ({_short(reason)}); "
             "start it with `james-consistency cassandra start` or check CASSANDRA_HOST/CASSANDRA_PORT"
@@ -97,6 +123,13 @@ def require_tables(session, keyspace: str, tables: list[str]) -> None:
     missing = [table for table in tables if table.lower() not in present]
     if missing:
         raise OperatorError(f"keyspace '{keyspace}' has no table {', '.join(missing)}")
+
+
+def _looks_like_tls_required(reason: object) -> bool:
+    text = str(reason)
+    return any(
+        hint in text for hint in ("Connection reset", "closed", "ConnectionShutdown", "EOF", "Connection refused by")
+    )
 
 
 def close(session) -> None:

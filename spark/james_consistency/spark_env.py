@@ -26,7 +26,22 @@ def connector_conf(settings: CassandraSettings) -> dict[str, str]:
         conf["spark.cassandra.connection.localDC"] = settings.local_dc
     if settings.username:
         conf["spark.cassandra.auth.username"] = settings.username
+    if settings.tls_truststore:
+        conf["spark.cassandra.connection.ssl.enabled"] = "true"
+        conf["spark.cassandra.connection.ssl.trustStore.path"] = settings.tls_truststore
+        conf["spark.cassandra.connection.ssl.trustStore.type"] = "PKCS12"
     return conf
+
+
+def connector_secrets(settings: CassandraSettings) -> dict[str, str]:
+    """The connector settings that are secrets: set inside the Spark driver from the environment, never passed on
+    a command line (Spark redacts `password` keys in its UI and event logs)."""
+    secrets = {}
+    if settings.password:
+        secrets["spark.cassandra.auth.password"] = settings.password
+    if settings.tls_truststore_password:
+        secrets["spark.cassandra.connection.ssl.trustStore.password"] = settings.tls_truststore_password
+    return secrets
 
 
 def local_session(app_name: str, settings: CassandraSettings, master: str | None = None):
@@ -43,8 +58,8 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
     )
     for key, value in connector_conf(settings).items():
         builder = builder.config(key, value)
-    if settings.password:
-        builder = builder.config("spark.cassandra.auth.password", settings.password)
+    for key, value in connector_secrets(settings).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     return session

@@ -6,6 +6,7 @@ a gate before the repair).
 """
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -40,11 +41,10 @@ def settings_from_spark(spark) -> CassandraSettings:
     """Host and port as the connector sees them; credentials from the environment only."""
     conf = spark.sparkContext.getConf()
     env = CassandraSettings.from_env()
-    return CassandraSettings(
+    return dataclasses.replace(
+        env,
         host=conf.get("spark.cassandra.connection.host", env.host),
         port=int(conf.get("spark.cassandra.connection.port", str(env.port))),
-        username=env.username,
-        password=env.password,
         local_dc=conf.get("spark.cassandra.connection.localDC", env.local_dc or "") or None,
     )
 
@@ -80,7 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         gates_enabled=not args.no_gates,
         remove_unused_flags=args.remove_unused_flags,
     )
-    spark = SparkSession.builder.appName(f"james-consistency-{args.mode}-{args.target}").getOrCreate()
+    from james_consistency.spark_env import connector_secrets
+
+    builder = SparkSession.builder.appName(f"james-consistency-{args.mode}-{args.target}")
+    # The password and truststore password come from the job's environment, never from its command line.
+    for key, value in connector_secrets(CassandraSettings.from_env()).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     code = EXIT_COMPLETED
     try:

@@ -1,0 +1,117 @@
+"""A node with PasswordAuthenticator and client TLS only: the CLI, the Spark job (through spark-submit) and the
+driver connect with credentials from the environment, clear errors without them, and the password shows up in no
+output and no report."""
+
+import dataclasses
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from james_consistency.cassandra_node import LocalNode
+from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR
+
+SECURE_NODE = LocalNode(
+    home=LOCAL_DIR / "secure-cassandra",
+    native_port=int(os.environ.get("JAMES_SECURE_CASSANDRA_PORT", 29042)),
+    storage_port=27000,
+    jmx_port=27199,
+    heap="768M",
+    skip_sync=True,
+    auth=True,
+    tls=True,
+)
+PASSWORD = "S3cret-" + secrets.token_hex(8)
+
+
+@pytest.fixture(scope="module")
+def secure_settings():
+    started_here = SECURE_NODE.pid() is None
+    SECURE_NODE.start()
+    trust = dict(
+        tls_ca_file=str(SECURE_NODE.ca_file),
+        tls_truststore=str(SECURE_NODE.truststore),
+        tls_truststore_password=(SECURE_NODE.tls_dir / "truststore.password").read_text().strip(),
+    )
+    # Cassandra's own bootstrap superuser creates the repair role (as an operator would, once).
+    admin = CassandraSettings(
+        host="127.0.0.1", port=SECURE_NODE.native_port, username="cassandra", password="cassandra"
+    )
+    session = _connect_when_ready(dataclasses.replace(admin, **trust))
+    session.execute("DROP ROLE IF EXISTS james_repair")  # a node kept from an earlier session: this run's password
+    session.execute(f"CREATE ROLE james_repair WITH PASSWORD = '{PASSWORD}' AND LOGIN = true AND SUPERUSER = true")
+    close(session)
+    yield CassandraSettings(
+        host="127.0.0.1", port=SECURE_NODE.native_port, username="james_repair", password=PASSWORD, **trust
+    )
+    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+        SECURE_NODE.stop()
+
+
+def _connect_when_ready(settings, attempts=60):
+    """The bootstrap superuser appears a moment after the node answers."""
+    import time
+
+    for _ in range(attempts):
+        try:
+            return connect(settings)
+        except OperatorError:
+            time.sleep(1)
+    return connect(settings)
+
+
+def test_without_tls_or_credentials_the_error_says_what_is_missing(secure_settings):
+    with pytest.raises(OperatorError, match="require client TLS|unreachable"):
+        connect(dataclasses.replace(secure_settings, tls_ca_file=None))
+    with pytest.raises(OperatorError, match="refused a client without credentials"):
+        connect(dataclasses.replace(secure_settings, username=None, password=None))
+    with pytest.raises(OperatorError, match="refused user 'james_repair'") as wrong:
+        connect(dataclasses.replace(secure_settings, password="not-the-password"))
+    assert "not-the-password" not in str(wrong.value)
+
+
+def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(secure_settings, tmp_path):
+    env = {
+        **os.environ,
+        "CASSANDRA_HOST": "127.0.0.1",
+        "CASSANDRA_PORT": str(secure_settings.port),
+        "CASSANDRA_USERNAME": secure_settings.username,
+        "CASSANDRA_PASSWORD": PASSWORD,
+        "CASSANDRA_TLS_CA_FILE": secure_settings.tls_ca_file,
+        "CASSANDRA_TLS_TRUSTSTORE": secure_settings.tls_truststore,
+        "CASSANDRA_TLS_TRUSTSTORE_PASSWORD": secure_settings.tls_truststore_password,
+    }
+    keyspace = "secure_" + secrets.token_hex(4)
+    cli = [str(Path(sys.executable).with_name("james-consistency"))]
+    outputs = []
+
+    def run(*arguments):
+        result = subprocess.run(cli + list(arguments), env=env, capture_output=True, text=True, timeout=900)
+        outputs.append(result.stdout + result.stderr)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        return result.stdout
+
+    run("seed", "--keyspace", keyspace, "--users", "2", "--mailboxes-per-user", "2", "--messages-per-mailbox", "10")
+    run("break", "--keyspace", keyspace, "--kind", "projection-missing", "--rate", "0.2")
+    report = tmp_path / "repair.json"
+    out = run("repair", "messages", "--keyspace", keyspace, "--recheck-delay", "0", "--report", str(report))
+
+    assert "COMPLETED" in out
+    repaired = json.loads(report.read_text())
+    assert repaired["addedMessageIdEntries"] > 0
+    session = connect(secure_settings, keyspace)
+    try:
+        truth = session.execute(f"SELECT count(*) FROM {keyspace}.imapuidtable").one()[0]
+        projection = session.execute(f"SELECT count(*) FROM {keyspace}.messageidtable").one()[0]
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+        close(session)
+    assert truth == projection == 40
+    for text in [*outputs, report.read_text()]:
+        assert PASSWORD not in text
+        assert secure_settings.tls_truststore_password not in text
