@@ -6,6 +6,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from cassandra import OperationTimedOut
+from cassandra.cluster import NoHostAvailable
+
 from james_consistency.cql import CassandraSettings
 from james_consistency.engine.live import RateLimiter, executor_session, now_micros, prepared, with_retries
 from james_consistency.engine.spec import ProjectionSpec
@@ -17,6 +20,9 @@ ALREADY_CONSISTENT = "already_consistent"
 FAILED = "failed"
 
 OUTCOME_SCHEMA = "kind string, action string, error string, sample string"
+# After this many candidates in a row found no node (each after its retries), the task stops trying: the node is
+# gone, and the rest are reported as not attempted instead of waiting out the retries of each.
+UNREACHABLE_AFTER = 3
 
 
 @dataclass(frozen=True)
@@ -128,20 +134,40 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
     """A mapPartitions function over candidate rows, yielding one outcome per candidate."""
 
     def run(candidates):
-        session = executor_session(context.settings)
-        writer = (spec.writer or ProjectionWriter)(session, context, spec)
-        limiter = RateLimiter(context.rate_per_task)
-        for candidate in candidates:
-            limiter.wait()
-            sample = json.dumps(
-                {spec.sample_names.get(column, column): _jsonable(candidate[column]) for column in spec.sample_columns},
+        def sample_of(candidate) -> str:
+            names = spec.sample_names
+            return json.dumps(
+                {names.get(column, column): _jsonable(candidate[column]) for column in spec.sample_columns},
                 sort_keys=True,
             )
+
+        try:
+            session = executor_session(context.settings)
+            writer = (spec.writer or ProjectionWriter)(session, context, spec)
+        except Exception as error:  # noqa: BLE001 - reported per candidate: nothing was attempted
+            unreachable = f"not attempted: {type(error).__name__}: {str(error)[:300]}"
+            for candidate in candidates:
+                yield (candidate["kind"], FAILED, unreachable, sample_of(candidate))
+            return
+        limiter = RateLimiter(context.rate_per_task)
+        lost = 0  # consecutive candidates that failed because no node answered
+        for candidate in candidates:
+            if lost >= UNREACHABLE_AFTER:
+                yield (
+                    candidate["kind"],
+                    FAILED,
+                    "not attempted: Cassandra unreachable (NoHostAvailable)",
+                    sample_of(candidate),
+                )
+                continue
+            limiter.wait()
             try:
                 action = reconcile_candidate(writer, session, context, spec, candidate)
-                yield (candidate["kind"], action, None, sample)
+                lost = 0
+                yield (candidate["kind"], action, None, sample_of(candidate))
             except Exception as error:  # noqa: BLE001 - one bad row must not stop the run; it is reported
-                yield (candidate["kind"], FAILED, f"{type(error).__name__}: {str(error)[:300]}", sample)
+                lost = lost + 1 if isinstance(error, NoHostAvailable | OperationTimedOut) else 0
+                yield (candidate["kind"], FAILED, f"{type(error).__name__}: {str(error)[:300]}", sample_of(candidate))
 
     return run
 

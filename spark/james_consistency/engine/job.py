@@ -2,7 +2,8 @@
 
 Exit codes: 0 COMPLETED, 2 bad input (wrong keyspace, missing table, node unreachable), 3 PARTIAL (some rows
 failed; the report lists them; a re-run converges), 4 a Great Expectations gate failed (nothing written when it was
-a gate before the repair).
+a gate before the repair), 5 the run stopped on an infrastructure failure (e.g. the node went away during the
+scan; the report names the stage; a re-run converges).
 """
 
 import argparse
@@ -14,7 +15,7 @@ import sys
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
 
-EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED = 0, 2, 3, 4
+EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from james_consistency.engine.run import (
         PARTIAL,
         GateFailed,
+        RunFailed,
         RunOptions,
         execute,
         summary_line,
@@ -96,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     except GateFailed as failure:
         report = failure.report
         code = EXIT_GATE_FAILED
+    except RunFailed as failure:
+        report = failure.report
+        code = EXIT_RUN_FAILED
+        print(f"james-consistency: error: {report['error']}", file=sys.stderr)
     except OperatorError as error:
         print(f"james-consistency: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

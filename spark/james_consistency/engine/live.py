@@ -20,6 +20,12 @@ _PREPARED: dict = {}
 def executor_session(settings: CassandraSettings):
     """One session per Python worker process, created on first use (after the worker was forked)."""
     session = _SESSIONS.get(settings)
+    if session is not None and not any(host.is_up for host in session.cluster.metadata.all_hosts()):
+        # Every node was seen down (a restart): start afresh rather than wait for the driver's reconnection backoff.
+        session.cluster.shutdown()
+        for key in [key for key in _PREPARED if key[0] == id(session)]:
+            del _PREPARED[key]
+        session = None
     if session is None:
         session = connect(settings, row_factory=dict_factory)
         _SESSIONS[settings] = session

@@ -11,6 +11,7 @@ import logging
 import math
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,51 @@ NOT_APPLICABLE = "NOT_APPLICABLE"
 PARTIAL = "PARTIAL"
 FAILED = "FAILED"
 CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
+
+
+class RunFailed(Exception):
+    """The run stopped on an infrastructure failure (e.g. the node went away during the scan): the report says at
+    which stage; nothing is written before the re-check stage, and a re-run converges."""
+
+    def __init__(self, report: dict):
+        super().__init__(report.get("error", "run failed"))
+        self.report = report
+
+
+@contextmanager
+def _stage(run: "Run", name: str):
+    try:
+        yield
+    except (OperatorError, GateFailed):
+        raise
+    except Exception as error:  # noqa: BLE001 - Spark and connector errors, named in one line
+        run.report["error"] = f"{name} failed: {_reason(error)}"
+        run.report["failedStage"] = name
+        log.error(run.report["error"])
+        raise RunFailed(_finish(run, run.report, FAILED)) from None
+
+
+UNREACHABLE_HINTS = (
+    "NoHostAvailable",
+    "AllNodesFailed",
+    "NoNodeAvailable",
+    "Failed to open native connection",
+    "ClosedConnection",
+    "Connection refused",
+    "DriverTimeout",
+)
+
+
+def _reason(error: Exception) -> str:
+    """One line: the root cause of a Spark/connector failure (a Py4JJavaError's first line says only which call)."""
+    text = str(error)
+    root = getattr(error, "java_exception", None)
+    while root is not None and root.getCause() is not None:
+        root = root.getCause()
+    line = str(root.toString()) if root is not None else (text.strip().splitlines() or [""])[0]
+    if any(hint in text or hint in line for hint in UNREACHABLE_HINTS):
+        return f"Cassandra became unreachable ({line[:240]})"
+    return line[:300] if root is not None else f"{type(error).__name__}: {line[:300]}"
 
 
 class GateFailed(Exception):
@@ -225,34 +271,35 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     # One pass: the truth and the projection are scanned once, the diff is written to the run's work folder, and
     # the truth's health and the plan are measured on the way (Observations). The gates then judge those figures
     # before anything is written to Cassandra; the driver never holds more than counts and samples.
-    truth = (
-        spec.read_truth(lambda table, columns: read_table(spark, keyspace, table, columns))
-        if spec.read_truth
-        else read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
-    )
-    projection = read_table(spark, keyspace, spec.projection_table, spec.columns)
-    if spec.projection_view is not None:
-        projection = spec.projection_view(projection)
-    truth_health = Observation(f"truth-{run.run_id}")
-    observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.truth_metrics())
-    compared = compare(
-        spec.derive(observed_truth),
-        projection,
-        spec.key,
-        spec.value_columns,
-        spec.equivalent() if spec.equivalent else None,
-    )
-    if spec.unreadable is not None:
-        compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
-    plan = Observation(f"plan-{run.run_id}")
-    keys = Observation(f"keys-{run.run_id}")
-    candidates = candidates_by_key(spec, inconsistencies(compared.observe(plan, *plan_metrics(compared))), truth)
-    candidates_path = run.work_dir / "candidates"
-    candidates.observe(
-        keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
-    ).write.mode("overwrite").parquet(str(candidates_path))
-    health, metrics = {**truth_health.get, **keys.get}, plan.get
-    scan_finished = time.time()
+    with _stage(run, "scan"):
+        truth = (
+            spec.read_truth(lambda table, columns: read_table(spark, keyspace, table, columns))
+            if spec.read_truth
+            else read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
+        )
+        projection = read_table(spark, keyspace, spec.projection_table, spec.columns)
+        if spec.projection_view is not None:
+            projection = spec.projection_view(projection)
+        truth_health = Observation(f"truth-{run.run_id}")
+        observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.truth_metrics())
+        compared = compare(
+            spec.derive(observed_truth),
+            projection,
+            spec.key,
+            spec.value_columns,
+            spec.equivalent() if spec.equivalent else None,
+        )
+        if spec.unreadable is not None:
+            compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
+        plan = Observation(f"plan-{run.run_id}")
+        keys = Observation(f"keys-{run.run_id}")
+        candidates = candidates_by_key(spec, inconsistencies(compared.observe(plan, *plan_metrics(compared))), truth)
+        candidates_path = run.work_dir / "candidates"
+        candidates.observe(
+            keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
+        ).write.mode("overwrite").parquet(str(candidates_path))
+        health, metrics = {**truth_health.get, **keys.get}, plan.get
+        scan_finished = time.time()
 
     truth_rows = health["truth_rows"]
     report[spec.report_names.processed_truth] = truth_rows
@@ -297,7 +344,8 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
             _gate(run, gates.validate(plan_frame, "plan_safety", {"max_destructive_share": threshold}))
         _wait_until(scan_finished + options.recheck_delay_seconds)
 
-    outcomes = _reconcile(run, spec, candidates_path, write=options.mode == "repair")
+    with _stage(run, "re-check and fix"):
+        outcomes = _reconcile(run, spec, candidates_path, write=options.mode == "repair")
 
     if options.mode == "verify":
         remaining = outcomes.where(F.col("action") != apply_module.ALREADY_CONSISTENT)
