@@ -1,6 +1,7 @@
 """message_consistency: repair messageIdTable from imapUidTable (James's SolveMessageInconsistencies, done right)."""
 
 from james_airflow.consistency_dag import consistency_dag
+from james_airflow.schedules import MESSAGES_CONSISTENT
 
 dag = consistency_dag(
     dag_id="message_consistency",
@@ -9,4 +10,5 @@ dag = consistency_dag(
     cron_variable="JAMES_MESSAGE_REPAIR_CRON",
     default_cron="30 2 * * *",
     doc_md=__doc__,
+    outlets=[MESSAGES_CONSISTENT],  # counters_recompute runs after it
 )

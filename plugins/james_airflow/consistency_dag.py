@@ -102,9 +102,9 @@ def repair_params(target_title: str) -> dict[str, Param]:
     }
 
 
-def anything_to_repair(**context) -> bool:
+def anything_to_repair(check_step: str = "check_before", **context) -> bool:
     """Continue to the repair only when the check found something and the run is not a dry run."""
-    report = read_report(context["dag"].dag_id, context["run_id"], "check_before")
+    report = read_report(context["dag"].dag_id, context["run_id"], check_step)
     if report is None:
         raise RuntimeError("the check step wrote no report")
     found = inconsistencies_found(report)
@@ -138,21 +138,38 @@ def summarize_rebuilds(**context) -> dict:
     incomplete = sorted(
         task.task_id
         for task in context["dag"].tasks
-        if task.task_id.startswith(("repair_", "verify_"))
-        and summary.get(task.task_id, {}).get("status") != "COMPLETED"
+        if task.task_id.startswith(("check_", "repair_", "verify_"))
+        and task.task_id in summary
+        and summary[task.task_id].get("status") not in ("COMPLETED", "NOT_APPLICABLE")
     )
+    # The first job of each branch always runs: no report means it failed before writing one (bad input, no node).
+    first_steps = [task.task_id for task in context["dag"].tasks if task.task_id.startswith("check_")] or [
+        task.task_id for task in context["dag"].tasks if task.task_id.startswith("repair_")
+    ]
+    incomplete += sorted(step for step in first_steps if step not in summary)
     if incomplete:
         raise RuntimeError(f"rebuilds that did not complete: {', '.join(incomplete)} (the others were applied)")
     return summary
 
 
-def consistency_dag(*, dag_id: str, target: str, target_title: str, cron_variable: str, default_cron: str, doc_md: str):
-    """A repair DAG for one projection of the reconcile engine."""
+def consistency_dag(
+    *,
+    dag_id: str,
+    target: str,
+    target_title: str,
+    cron_variable: str,
+    default_cron: str,
+    doc_md: str,
+    schedule=None,
+    outlets=(),
+):
+    """A repair DAG for one projection of the reconcile engine (`schedule` overrides the cron, e.g. an asset;
+    `outlets` are emitted by the final report when nothing failed)."""
     with DAG(
         dag_id=dag_id,
         description=f"Check and repair {target_title}, gated by Great Expectations",
         doc_md=doc_md,
-        schedule=schedule_from_environment(cron_variable, default_cron),
+        schedule=schedule or schedule_from_environment(cron_variable, default_cron),
         start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
         catchup=False,
         max_active_runs=1,
@@ -171,8 +188,67 @@ def consistency_dag(*, dag_id: str, target: str, target_title: str, cron_variabl
         )
         repair = ConsistencyJobOperator(task_id="repair", target=target, mode="repair", pool=HEAVY_POOL)
         verify = ConsistencyJobOperator(task_id="verify_after", target=target, mode="verify", pool=HEAVY_POOL)
-        report = PythonOperator(task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED)
+        report = PythonOperator(
+            task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED, outlets=list(outlets)
+        )
         check >> decide >> repair >> verify >> report
+    return dag
+
+
+def multi_target_consistency_dag(
+    *,
+    dag_id: str,
+    targets: dict[str, str],
+    title: str,
+    cron_variable: str,
+    default_cron: str,
+    doc_md: str,
+    schedule=None,
+    priority_weight: int = 1,
+):
+    """Several projections, each check -> short-circuit -> repair -> verify on its own branch (one failing does not
+    stop the others), then one report that fails the run if any branch failed. Task ids: check_<target>,
+    anything_to_repair_<target>, repair_<target>, verify_<target>, report."""
+    with DAG(
+        dag_id=dag_id,
+        description=f"Check and repair {title}, gated by Great Expectations",
+        doc_md=doc_md,
+        schedule=schedule or schedule_from_environment(cron_variable, default_cron),
+        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
+        catchup=False,
+        max_active_runs=1,
+        params=repair_params(title),
+        tags=["james", "consistency", *targets],
+        default_args={
+            "owner": "mail-platform",
+            "retries": 0,
+            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a check or repair failed"),
+            "execution_timeout": timedelta(hours=6),
+            "priority_weight": priority_weight,
+        },
+    ) as dag:
+        verifications = []
+        for target, target_title in targets.items():
+            check = ConsistencyJobOperator(
+                task_id=f"check_{target}", target=target, mode="check", pool=HEAVY_POOL, doc_md=f"Check {target_title}"
+            )
+            decide = ShortCircuitOperator(
+                task_id=f"anything_to_repair_{target}",
+                python_callable=anything_to_repair,
+                op_kwargs={"check_step": f"check_{target}"},
+                ignore_downstream_trigger_rules=False,
+            )
+            repair = ConsistencyJobOperator(task_id=f"repair_{target}", target=target, mode="repair", pool=HEAVY_POOL)
+            verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
+            check >> decide >> repair >> verify
+            verifications.append(verify)
+        report = PythonOperator(
+            task_id="report",
+            python_callable=summarize_rebuilds,
+            trigger_rule=TriggerRule.ALL_DONE,
+            on_failure_callback=None,  # each failed branch already alerted
+        )
+        verifications >> report
     return dag
 
 
