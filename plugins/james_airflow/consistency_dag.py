@@ -152,6 +152,41 @@ def summarize_rebuilds(**context) -> dict:
     return summary
 
 
+def _repair_dag(
+    *, dag_id, description, doc_md, schedule, form_title, tags, alert_title, priority_weight=None, extra_params=None
+) -> DAG:
+    """What every repair DAG shares: off-peak schedule, one run at a time, the trigger form, the failure alert."""
+    default_args = {
+        "owner": "mail-platform",
+        "retries": 0,
+        "on_failure_callback": ConsistencyAlert(f"{dag_id}: {alert_title}"),
+        "execution_timeout": timedelta(hours=6),
+    }
+    if priority_weight is not None:
+        default_args["priority_weight"] = priority_weight
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        doc_md=doc_md,
+        schedule=schedule,
+        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
+        catchup=False,
+        max_active_runs=1,
+        params={**repair_params(form_title), **(extra_params or {})},
+        tags=["james", "consistency", *tags],
+        default_args=default_args,
+    )
+
+
+def _branch_report() -> PythonOperator:
+    return PythonOperator(
+        task_id="report",
+        python_callable=summarize_rebuilds,
+        trigger_rule=TriggerRule.ALL_DONE,
+        on_failure_callback=None,  # each failed branch already alerted
+    )
+
+
 def consistency_dag(
     *,
     dag_id: str,
@@ -165,22 +200,14 @@ def consistency_dag(
 ):
     """A repair DAG for one projection of the reconcile engine (`schedule` overrides the cron, e.g. an asset;
     `outlets` are emitted by the final report when nothing failed)."""
-    with DAG(
+    with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {target_title}, gated by Great Expectations",
         doc_md=doc_md,
         schedule=schedule or schedule_from_environment(cron_variable, default_cron),
-        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
-        catchup=False,
-        max_active_runs=1,
-        params=repair_params(target_title),
-        tags=["james", "consistency", target],
-        default_args={
-            "owner": "mail-platform",
-            "retries": 0,
-            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a check or repair failed"),
-            "execution_timeout": timedelta(hours=6),
-        },
+        form_title=target_title,
+        tags=[target],
+        alert_title="a check or repair failed",
     ) as dag:
         check = ConsistencyJobOperator(task_id="check_before", target=target, mode="check", pool=HEAVY_POOL)
         decide = ShortCircuitOperator(
@@ -209,23 +236,15 @@ def multi_target_consistency_dag(
     """Several projections, each check -> short-circuit -> repair -> verify on its own branch (one failing does not
     stop the others), then one report that fails the run if any branch failed. Task ids: check_<target>,
     anything_to_repair_<target>, repair_<target>, verify_<target>, report."""
-    with DAG(
+    with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {title}, gated by Great Expectations",
         doc_md=doc_md,
         schedule=schedule or schedule_from_environment(cron_variable, default_cron),
-        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
-        catchup=False,
-        max_active_runs=1,
-        params=repair_params(title),
-        tags=["james", "consistency", *targets],
-        default_args={
-            "owner": "mail-platform",
-            "retries": 0,
-            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a check or repair failed"),
-            "execution_timeout": timedelta(hours=6),
-            "priority_weight": priority_weight,
-        },
+        form_title=title,
+        tags=list(targets),
+        alert_title="a check or repair failed",
+        priority_weight=priority_weight,
     ) as dag:
         verifications = []
         for target, target_title in targets.items():
@@ -242,13 +261,7 @@ def multi_target_consistency_dag(
             verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
             check >> decide >> repair >> verify
             verifications.append(verify)
-        report = PythonOperator(
-            task_id="report",
-            python_callable=summarize_rebuilds,
-            trigger_rule=TriggerRule.ALL_DONE,
-            on_failure_callback=None,  # each failed branch already alerted
-        )
-        verifications >> report
+        verifications >> _branch_report()
     return dag
 
 
@@ -257,22 +270,23 @@ def independent_repairs_dag(
 ):
     """Several low-priority repairs in one run, each its own SparkSubmit repair then verify, independent of each
     other (a failed one does not stop the others), then one summary of them all."""
-    with DAG(
+    with _repair_dag(
         dag_id=dag_id,
         description="Rebuild low-priority projections from their truth, each independently",
         doc_md=doc_md,
         schedule=schedule_from_environment(cron_variable, default_cron),
-        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
-        catchup=False,
-        max_active_runs=1,
-        params=repair_params("the low-priority indexes"),
-        tags=["james", "consistency", *targets],
-        default_args={
-            "owner": "mail-platform",
-            "retries": 0,
-            "on_failure_callback": ConsistencyAlert(f"{dag_id}: a rebuild failed"),
-            "execution_timeout": timedelta(hours=6),
-            "priority_weight": priority_weight,
+        form_title="the low-priority indexes",
+        tags=list(targets),
+        alert_title="a rebuild failed",
+        priority_weight=priority_weight,
+        extra_params={
+            "remove_unused_flags": Param(
+                False,
+                type="boolean",
+                title="Remove unused keywords (applicableFlag)",
+                description="Also remove keywords no message of the mailbox uses; James itself only ever adds them.",
+                section="Repair",
+            )
         },
     ) as dag:
         verifications = []
@@ -283,11 +297,5 @@ def independent_repairs_dag(
             verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
             repair >> verify
             verifications.append(verify)
-        summary = PythonOperator(
-            task_id="report",
-            python_callable=summarize_rebuilds,
-            trigger_rule=TriggerRule.ALL_DONE,
-            on_failure_callback=None,  # each failed rebuild already alerted
-        )
-        verifications >> summary
+        verifications >> _branch_report()
     return dag
