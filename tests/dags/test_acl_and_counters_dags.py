@@ -56,7 +56,19 @@ def test_acl_consistency_repairs_both_acl_projections(
     assert airflow_against_test_node() == []
 
 
-def test_counters_recompute_stops_at_a_failed_gate_and_alerts(
+def counters_of(cql, keyspace) -> dict:
+    return {r.mailboxid: (r.count, r.unseen) for r in cql.execute(f"SELECT * FROM {keyspace}.mailboxcounters")}
+
+
+def counters_from_truth(cql, keyspace) -> dict:
+    counts = {}
+    for row in cql.execute(f"SELECT mailboxid, flagseen FROM {keyspace}.imapuidtable"):
+        count, unseen = counts.get(row.mailboxid, (0, 0))
+        counts[row.mailboxid] = (count + 1, unseen + (0 if row.flagseen else 1))
+    return counts
+
+
+def test_counters_recompute_stops_at_a_failed_gate_and_alerts_then_repairs(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("cntdag")
@@ -65,7 +77,7 @@ def test_counters_recompute_stops_at_a_failed_gate_and_alerts(
     )
     inject(cassandra_settings, keyspace=keyspace, kind="counters-wrong", rate=0.5, manifest_path=str(tmp_path / "c"))
     inject(cassandra_settings, keyspace=keyspace, kind="truth-malformed", rate=0.05, manifest_path=str(tmp_path / "m"))
-    counters_before = sorted(tuple(r) for r in cql.execute(f"SELECT * FROM {keyspace}.mailboxcounters"))
+    counters_before = counters_of(cql, keyspace)
 
     run = dagbag.get_dag("counters_recompute").test(run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0})
 
@@ -73,11 +85,27 @@ def test_counters_recompute_stops_at_a_failed_gate_and_alerts(
     states = task_states(run)
     assert states["check_counters"] == states["check_quotas"] == "failed"
     assert states["repair_counters"] == states["repair_quotas"] == "upstream_failed"
-    assert sorted(tuple(r) for r in cql.execute(f"SELECT * FROM {keyspace}.mailboxcounters")) == counters_before
+    assert counters_of(cql, keyspace) == counters_before
     alerts = airflow_against_test_node()
     assert sorted(alert["task_id"] for alert in alerts) == ["check_counters", "check_quotas"]
     gates = {alert["task_id"]: alert["report"]["failed_gates"][0]["gate"] for alert in alerts}
     assert gates == {"check_counters": "counters_truth_health", "check_quotas": "quotas_truth_health"}
+
+    # The operator removes the rows no James writes (uid 0), and the next run repairs counters and quotas.
+    for row in cql.execute(f"SELECT messageid, mailboxid FROM {keyspace}.imapuidtable WHERE uid = 0 ALLOW FILTERING"):
+        cql.execute(
+            f"DELETE FROM {keyspace}.imapuidtable WHERE messageid = %s AND mailboxid = %s AND uid = 0",
+            (row.messageid, row.mailboxid),
+        )
+    run = dagbag.get_dag("counters_recompute").test(
+        run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 1}
+    )
+
+    assert str(run.state) == "success"
+    states = task_states(run)
+    assert [states[f"{step}_counters"] for step in ("check", "repair", "verify")] == ["success"] * 3
+    assert states["check_quotas"] == "success" and states["repair_quotas"] == "skipped", "quotas were right"
+    assert counters_of(cql, keyspace) == counters_from_truth(cql, keyspace)
 
 
 def test_counters_recompute_runs_after_the_message_repair(dagbag):
