@@ -1,0 +1,230 @@
+"""Diagnosis of mailbox <-> path registration, as pure DataFrame functions over the two full scans.
+
+Inputs (see `mailbox_entries`, `path_entries`, `message_references`):
+    mailboxes  mailboxId, namespace, user, name           one row per `mailbox` row
+    paths      namespace, user, name, mailboxId, written   one row per path registration (written = WRITETIME)
+    messages   mailboxId, messages                         imapUidTable rows per mailbox id (the message truth)
+
+Output: one finding per inconsistency, with a `kind`:
+
+    orphan-mailbox             a mailbox row whose id no path registers (its own path is free)
+    orphan-path                a path registration whose id has no mailbox row (the id has no other path)
+    one-id-two-paths           a mailbox id registered under two paths or more (a rename half-applied)
+    two-ids-one-path           two mailbox rows or more claiming one path (conflict: never guessed)
+    path-points-to-another-id  a mailbox row whose path is registered to another id (conflict: reported)
+    mailbox-path-outdated      a mailbox row whose id is registered under one other path while its own is free
+
+Each mailbox row and path row is judged once: a path claimed twice is reported as two-ids-one-path only, an id
+registered twice as one-id-two-paths only. Findings carry what the policy and the approver need: the registered id
+at the path, the id's registrations (with their write times), the claimants with their message counts and
+registrations, and the message count of the id (for an orphan path: do messages still reference it?).
+"""
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+ORPHAN_MAILBOX = "orphan-mailbox"
+ORPHAN_PATH = "orphan-path"
+ONE_ID_TWO_PATHS = "one-id-two-paths"
+TWO_IDS_ONE_PATH = "two-ids-one-path"
+PATH_POINTS_TO_ANOTHER_ID = "path-points-to-another-id"
+MAILBOX_PATH_OUTDATED = "mailbox-path-outdated"
+
+KINDS = (
+    ORPHAN_MAILBOX,
+    ORPHAN_PATH,
+    ONE_ID_TWO_PATHS,
+    TWO_IDS_ONE_PATH,
+    PATH_POINTS_TO_ANOTHER_ID,
+    MAILBOX_PATH_OUTDATED,
+)
+# Conflicts are never resolved by a guess: reported for an admin (two ids under one path: merged only when asked).
+CONFLICTS = (TWO_IDS_ONE_PATH, PATH_POINTS_TO_ANOTHER_ID)
+FIXABLE = tuple(kind for kind in KINDS if kind not in CONFLICTS)
+
+PATH = ("namespace", "user", "name")
+PATH_STRUCT = "struct<namespace: string, user: string, name: string, written: bigint>"
+CLAIMANT_STRUCT = "struct<mailboxId: string, messages: bigint, registrations: bigint>"
+
+
+def path_string(namespace: Column, user: Column, name: Column) -> Column:
+    """James's MailboxPath.asString(): `#private:bob@domain.tld:INBOX`."""
+    return F.concat_ws(":", namespace, user, name)
+
+
+# ---- the scans ------------------------------------------------------------------------------------------------
+
+
+def mailbox_entries(raw: DataFrame) -> DataFrame:
+    """The `mailbox` table (id, mailboxbase, name) as mailboxId, namespace, user, name."""
+    return raw.select(
+        F.col("id").cast("string").alias("mailboxId"),
+        F.col("mailboxbase.namespace").alias("namespace"),
+        F.col("mailboxbase.user").alias("user"),
+        F.col("name"),
+    )
+
+
+def path_entries(raw: DataFrame) -> DataFrame:
+    """The path table (namespace, user, mailboxname, mailboxid, written) as namespace, user, name, mailboxId,
+    written."""
+    return raw.select(
+        "namespace",
+        "user",
+        F.col("mailboxname").alias("name"),
+        F.col("mailboxid").cast("string").alias("mailboxId"),
+        F.col("written").cast("long").alias("written"),
+    )
+
+
+def message_references(truth: DataFrame) -> DataFrame:
+    """imapUidTable rows per mailbox id: the messages that still reference it."""
+    return truth.groupBy(F.col("mailboxid").cast("string").alias("mailboxId")).agg(F.count(F.lit(1)).alias("messages"))
+
+
+def malformed_mailboxes(mailboxes: DataFrame) -> Column:
+    return F.col("namespace").isNull() | F.col("user").isNull() | F.col("name").isNull()
+
+
+def malformed_paths(paths: DataFrame) -> Column:
+    return F.col("mailboxId").isNull()
+
+
+def health_metrics(mailboxes: DataFrame, paths: DataFrame) -> tuple[list[Column], list[Column]]:
+    """Aggregates for the health gate: rows the diagnosis cannot judge (left alone, but they stop a repair)."""
+    return (
+        [
+            F.count(F.lit(1)).alias("mailbox_rows"),
+            F.count(F.when(malformed_mailboxes(mailboxes), 1)).alias("malformed_mailbox_rows"),
+        ],
+        [
+            F.count(F.lit(1)).alias("path_rows"),
+            F.count(F.when(malformed_paths(paths), 1)).alias("malformed_path_rows"),
+        ],
+    )
+
+
+# ---- the diagnosis --------------------------------------------------------------------------------------------
+
+
+def registrations(paths: DataFrame) -> DataFrame:
+    """Per mailbox id: how many paths register it, and which (sorted, with their write times)."""
+    return paths.groupBy("mailboxId").agg(
+        F.count(F.lit(1)).alias("registrations"),
+        F.sort_array(F.collect_list(F.struct(*PATH, "written"))).alias("paths"),
+    )
+
+
+def claims(mailboxes: DataFrame) -> DataFrame:
+    """Per path: how many mailbox rows claim it, and which ids."""
+    return mailboxes.groupBy(*PATH).agg(
+        F.count(F.lit(1)).alias("claims"), F.sort_array(F.collect_list("mailboxId")).alias("claimantIds")
+    )
+
+
+def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> DataFrame:
+    """Every inconsistency between the mailbox rows and the path registrations (see the module's kinds)."""
+    mailboxes = mailboxes.where(~malformed_mailboxes(mailboxes))
+    paths = paths.where(~malformed_paths(paths))
+    registered = registrations(paths)
+    claimed = claims(mailboxes)
+    at_path = paths.select(*PATH, F.col("mailboxId").alias("registeredId"))
+    row_path = mailboxes.select("mailboxId", F.struct(*PATH).alias("mailboxRowPath"))
+    count_of = F.coalesce(F.col("registrations"), F.lit(0).cast("long"))
+
+    judged = (
+        mailboxes.join(at_path, list(PATH), "left")
+        .join(claimed.select(*PATH, "claims"), list(PATH), "left")
+        .join(registered, "mailboxId", "left")
+        .withColumn("registrations", count_of)
+    )
+    mailbox_kind = (
+        F.when((F.col("claims") > 1) | (F.col("registrations") > 1), F.lit(None))
+        .when(F.col("registeredId").isNull() & (F.col("registrations") == 0), F.lit(ORPHAN_MAILBOX))
+        .when(F.col("registeredId").isNull(), F.lit(MAILBOX_PATH_OUTDATED))
+        .when(F.col("registeredId") != F.col("mailboxId"), F.lit(PATH_POINTS_TO_ANOTHER_ID))
+    )
+    mailbox_side = (
+        judged.withColumn("kind", mailbox_kind)
+        .where(F.col("kind").isNotNull())
+        .select("kind", "mailboxId", *PATH, "registeredId", "registrations", "paths")
+    )
+
+    orphan_paths = (
+        paths.join(row_path, "mailboxId", "left_anti")
+        .join(registered.select("mailboxId", "registrations"), "mailboxId")
+        .where(F.col("registrations") == 1)
+        .select(
+            F.lit(ORPHAN_PATH).alias("kind"),
+            "mailboxId",
+            *PATH,
+            F.col("mailboxId").alias("registeredId"),
+            "registrations",
+            F.array(F.struct(*PATH, "written")).alias("paths"),
+        )
+    )
+
+    two_paths = (
+        registered.where(F.col("registrations") > 1)
+        .join(row_path, "mailboxId", "left")
+        .select(
+            F.lit(ONE_ID_TWO_PATHS).alias("kind"),
+            "mailboxId",
+            *(F.col("mailboxRowPath")[part].alias(part) for part in PATH),
+            F.col("mailboxId").alias("registeredId"),
+            "registrations",
+            "paths",
+            "mailboxRowPath",
+        )
+    )
+
+    claimant = (
+        claimed.where(F.col("claims") > 1)
+        .select(*PATH, F.explode("claimantIds").alias("claimantId"))
+        .join(messages.withColumnRenamed("mailboxId", "claimantId"), "claimantId", "left")
+        .join(registered.select(F.col("mailboxId").alias("claimantId"), "registrations"), "claimantId", "left")
+        .groupBy(*PATH)
+        .agg(
+            F.sort_array(
+                F.collect_list(
+                    F.struct(
+                        F.col("claimantId").alias("mailboxId"),
+                        F.coalesce(F.col("messages"), F.lit(0).cast("long")).alias("messages"),
+                        count_of.alias("registrations"),
+                    )
+                )
+            ).alias("claimants")
+        )
+    )
+    two_ids = claimant.join(at_path, list(PATH), "left").select(
+        F.lit(TWO_IDS_ONE_PATH).alias("kind"),
+        F.col("registeredId").alias("mailboxId"),
+        *PATH,
+        "registeredId",
+        "claimants",
+    )
+
+    findings = (
+        mailbox_side.unionByName(orphan_paths, allowMissingColumns=True)
+        .unionByName(two_paths, allowMissingColumns=True)
+        .unionByName(two_ids, allowMissingColumns=True)
+    )
+    with_rows = findings.join(
+        row_path.withColumnRenamed("mailboxRowPath", "rowPathOfId"), "mailboxId", "left"
+    ).withColumn("mailboxRowPath", F.coalesce(F.col("mailboxRowPath"), F.col("rowPathOfId")))
+    return with_rows.join(messages, "mailboxId", "left").select(
+        "kind",
+        "mailboxId",
+        *PATH,
+        path_string(*(F.col(part) for part in PATH)).alias("mailboxPath"),
+        "registeredId",
+        "mailboxRowPath",
+        F.coalesce(F.col("paths"), F.array().cast(f"array<{PATH_STRUCT}>")).alias("paths"),
+        F.coalesce(F.col("claimants"), F.array().cast(f"array<{CLAIMANT_STRUCT}>")).alias("claimants"),
+        F.coalesce(F.col("messages"), F.lit(0).cast("long")).alias("messages"),
+    )
+
+
+def kind_counts(findings: DataFrame) -> list[Column]:
+    """Aggregates: the number of findings of each kind (for an Observation or a one-row agg)."""
+    return [F.count(F.when(F.col("kind") == kind, 1)).alias(kind) for kind in KINDS]

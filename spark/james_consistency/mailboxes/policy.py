@@ -1,0 +1,428 @@
+"""The repair policy, run in the Spark executors: one action per finding, each re-reading the current state at
+SERIAL just before it writes, every write a lightweight transaction conditioned on what it just read. A finding
+whose state moved since the scan is left for the next pass (re-diagnosed from a fresh scan), never forced.
+
+    orphan-mailbox         register its path IF NOT EXISTS; a path taken meanwhile is reported, nothing done
+    orphan-path            re-create the mailbox row when messages still reference the id (James master), otherwise
+                           delete the path (ADR-0020) so the user can create it again (option `orphan_paths`)
+    one-id-two-paths       keep the most recently written path (WRITETIME), realign the mailbox row, drop the others
+    mailbox-path-outdated  realign the mailbox row to the one path that registers its id (its own path is free)
+    two-ids-one-path       reported with both ids, their message counts and the merge to perform; with `merge`,
+                           the loser's messages and ACL move into the winner (the id the path registers) only when
+                           the loser is registered under no path at all
+    path-points-to-another-id  reported only (a loop of swapped ids stays as it is)
+"""
+
+import json
+import random
+import uuid
+from dataclasses import dataclass
+
+from james_consistency.cql import CassandraSettings
+from james_consistency.engine.live import executor_session, prepared, with_retries
+from james_consistency.mailboxes import diagnosis as d
+from james_consistency.projections.acl import MalformedTruth, parse_acl
+
+# Outcomes. The first six changed something; the others did not.
+PATH_REGISTERED = "path-registered"
+MAILBOX_RECREATED = "mailbox-recreated"
+PATH_DELETED = "path-deleted"
+KEPT_LATEST_PATH = "kept-latest-path"
+MAILBOX_REALIGNED = "mailbox-realigned"
+MERGED = "merged"
+FIXED = (PATH_REGISTERED, MAILBOX_RECREATED, PATH_DELETED, KEPT_LATEST_PATH, MAILBOX_REALIGNED, MERGED)
+REPORTED = "reported"  # a conflict, left for an admin
+PATH_TAKEN = "path-taken"  # an orphan mailbox whose path someone registered meanwhile
+CHANGED = "changed-since-scan"  # the state moved: left for the next pass
+FAILED = "failed"
+
+RECREATE_WHEN_REFERENCED = "recreate-when-referenced"
+DELETE = "delete"
+ORPHAN_PATH_POLICIES = (RECREATE_WHEN_REFERENCED, DELETE)
+
+OUTCOME_SCHEMA = "kind string, action string, mailboxId string, mailboxPath string, detail string, error string"
+RIGHTS_ORDER = "aeiklprstwx"
+
+
+@dataclass(frozen=True)
+class PolicyOptions:
+    settings: CassandraSettings
+    keyspace: str
+    generation: str
+    orphan_paths: str = RECREATE_WHEN_REFERENCED
+    merge: bool = False
+    write: bool = True
+    read_consistency: str = "SERIAL"
+    write_consistency: str = "LOCAL_QUORUM"
+
+
+def _path_text(path: tuple) -> str:
+    return ":".join(path)
+
+
+class MailboxStore:
+    """The mailbox, path, message and ACL tables of one keyspace, read at SERIAL and written with LWT."""
+
+    def __init__(self, session, options: PolicyOptions):
+        self.session = session
+        self.options = options
+        ks = options.keyspace
+        self.v3 = options.generation == "3.9"
+        self.path_table = f"{ks}.{'mailboxpathv3' if self.v3 else 'mailboxpathv2'}"
+        self.ks = ks
+
+    def _run(self, cql: str, values: list, consistency: str | None = None):
+        statement = prepared(self.session, cql, consistency or self.options.write_consistency)
+        return with_retries(lambda: self.session.execute(statement, values))
+
+    def _read(self, cql: str, values: list):
+        return self._run(cql, values, self.options.read_consistency).one()
+
+    def _applied(self, cql: str, values: list) -> bool:
+        return bool(self._run(cql, values).one()["[applied]"])
+
+    # ---- reads, SERIAL ---------------------------------------------------------------------------------------
+
+    def mailbox(self, mailbox_id: str) -> dict | None:
+        row = self._read(
+            f"SELECT id, mailboxbase, name, uidvalidity FROM {self.ks}.mailbox WHERE id = ?", [_id(mailbox_id)]
+        )
+        if row is None or row["mailboxbase"] is None:
+            return row
+        return {**row, "path": (row["mailboxbase"].namespace, row["mailboxbase"].user, row["name"])}
+
+    def path(self, path: tuple) -> dict | None:
+        extra = ", uidvalidity" if self.v3 else ""
+        return self._read(
+            f"SELECT mailboxid, WRITETIME(mailboxid) AS written{extra} FROM {self.path_table} "
+            "WHERE namespace = ? AND user = ? AND mailboxname = ?",
+            list(path),
+        )
+
+    def referenced(self, mailbox_id: str) -> bool:
+        """Does messageIdTable still hold a message of this mailbox (a live second look after the truth scan)?"""
+        row = self._run(
+            f"SELECT uid FROM {self.ks}.messageidtable WHERE mailboxid = ? LIMIT 1", [_id(mailbox_id)], "LOCAL_QUORUM"
+        ).one()
+        return row is not None
+
+    # ---- writes, LWT -----------------------------------------------------------------------------------------
+
+    def register(self, path: tuple, mailbox_id: str, uidvalidity) -> bool:
+        if self.v3:
+            return self._applied(
+                f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid, uidvalidity) "
+                "VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+                [*path, _id(mailbox_id), uidvalidity],
+            )
+        return self._applied(
+            f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid) "
+            "VALUES (?, ?, ?, ?) IF NOT EXISTS",
+            [*path, _id(mailbox_id)],
+        )
+
+    def unregister(self, path: tuple, mailbox_id: str) -> bool:
+        return self._applied(
+            f"DELETE FROM {self.path_table} WHERE namespace = ? AND user = ? AND mailboxname = ? IF mailboxid = ?",
+            [*path, _id(mailbox_id)],
+        )
+
+    def create_mailbox(self, mailbox_id: str, path: tuple, uidvalidity) -> bool:
+        return self._applied(
+            f"INSERT INTO {self.ks}.mailbox (id, mailboxbase, name, uidvalidity) "
+            "VALUES (?, {namespace: ?, user: ?}, ?, ?) IF NOT EXISTS",
+            [_id(mailbox_id), *path, uidvalidity],
+        )
+
+    def move_mailbox_row(self, mailbox_id: str, old: tuple, new: tuple) -> bool:
+        """Point the mailbox row at `new`, only if it still holds `old`."""
+        return self._applied(
+            f"UPDATE {self.ks}.mailbox SET mailboxbase = {{namespace: ?, user: ?}}, name = ? WHERE id = ? "
+            "IF mailboxbase = {namespace: ?, user: ?} AND name = ?",
+            [*new, _id(mailbox_id), *old],
+        )
+
+    def delete_mailbox(self, mailbox_id: str, path: tuple) -> bool:
+        return self._applied(
+            f"DELETE FROM {self.ks}.mailbox WHERE id = ? IF mailboxbase = {{namespace: ?, user: ?}} AND name = ?",
+            [_id(mailbox_id), *path],
+        )
+
+    # ---- merge: messages and ACL -----------------------------------------------------------------------------
+
+    def _next(self, table: str, column: str, mailbox_id: str) -> int:
+        """The next value of a compare-and-set generator (messageCounter.nextUid, modseq.nextModseq), as James
+        hands them out: the table holds the last value given."""
+        key = _id(mailbox_id)
+        for _ in range(100):
+            row = self._read(f"SELECT {column} FROM {self.ks}.{table} WHERE mailboxid = ?", [key])
+            if row is None or row[column] is None:
+                if self._applied(
+                    f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, 1) IF NOT EXISTS", [key]
+                ):
+                    return 1
+                continue
+            value = row[column] + 1
+            if self._applied(
+                f"UPDATE {self.ks}.{table} SET {column} = ? WHERE mailboxid = ? IF {column} = ?",
+                [value, key, value - 1],
+            ):
+                return value
+        raise RuntimeError(f"{table} of {mailbox_id}: no compare-and-set succeeded in 100 tries")
+
+    def move_message(self, message_id: str, loser: str, uid: int, winner: str) -> bool:
+        """One message of the loser into the winner at a new uid and modseq (what James's merge does through
+        setInMailboxes); False when the loser no longer holds it."""
+        row = self._read(
+            f"SELECT * FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
+            [_id(message_id), _id(loser), uid],
+        )
+        if row is None:
+            return False
+        moved = {**row, "mailboxid": _id(winner), "uid": self._next("messagecounter", "nextuid", winner)}
+        moved["modseq"] = self._next("modseq", "nextmodseq", winner)
+        columns = list(moved)
+        values = [moved[column] for column in columns]
+        marks = ", ".join("?" for _ in columns)
+        if not self._applied(
+            f"INSERT INTO {self.ks}.imapuidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
+        ):
+            raise RuntimeError(f"uid {moved['uid']} of {winner} is already taken in imapUidTable")
+        self._run(f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks})", values)
+        self._run(
+            f"DELETE FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ? IF EXISTS",
+            [_id(message_id), _id(loser), uid],
+        )
+        self._run(f"DELETE FROM {self.ks}.messageidtable WHERE mailboxid = ? AND uid = ?", [_id(loser), uid])
+        return True
+
+    def acl(self, mailbox_id: str) -> tuple[dict[str, str], object]:
+        """(entries, version) of the mailbox's ACL truth: 3.9 the last eventId, 3.5 the acl row's version (None: no
+        ACL yet). MalformedTruth when it cannot be read: a merge is then not certain."""
+        if self.v3:
+            row = self._read(
+                f"SELECT eventid, event FROM {self.ks}.eventstore WHERE aggregateid = ? ORDER BY eventid DESC LIMIT 1",
+                [str(mailbox_id)],
+            )
+            return (parse_acl(row["event"], "3.9"), row["eventid"]) if row else ({}, None)
+        row = self._read(f"SELECT acl, version FROM {self.ks}.acl WHERE id = ?", [_id(mailbox_id)])
+        return (parse_acl(row["acl"], "3.5"), row["version"]) if row else ({}, None)
+
+    def write_acl(self, mailbox_id: str, old: dict, new: dict, version) -> bool:
+        if self.v3:
+            event_id = 0 if version is None else version + 1
+            event = {
+                "eventId": event_id,
+                "aggregateKey": str(mailbox_id),
+                "type": "acl-updated",
+                "aclDiff": {"oldAcl": {"entries": old}, "newAcl": {"entries": new}},
+            }
+            return self._applied(
+                f"INSERT INTO {self.ks}.eventstore (aggregateid, eventid, event) VALUES (?, ?, ?) IF NOT EXISTS",
+                [str(mailbox_id), event_id, json.dumps(event, separators=(",", ":"))],
+            )
+        text = json.dumps({"entries": new}, separators=(",", ":"))
+        if version is None:
+            return self._applied(
+                f"INSERT INTO {self.ks}.acl (id, acl, version) VALUES (?, ?, 0) IF NOT EXISTS", [_id(mailbox_id), text]
+            )
+        return self._applied(
+            f"UPDATE {self.ks}.acl SET acl = ?, version = ? WHERE id = ? IF version = ?",
+            [text, version + 1, _id(mailbox_id), version],
+        )
+
+
+def _id(value) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _outcome(finding: dict, action: str, detail: dict | None = None, error: str | None = None) -> dict:
+    return {
+        "kind": finding["kind"],
+        "action": action,
+        "mailboxId": finding.get("mailboxId"),
+        "mailboxPath": finding.get("mailboxPath"),
+        "detail": json.dumps(detail or {}, default=str, sort_keys=True),
+        "error": error,
+    }
+
+
+def _row_path(finding: dict) -> tuple:
+    return tuple(finding[part] for part in d.PATH)
+
+
+# ---- one action per kind ----------------------------------------------------------------------------------------
+
+
+def orphan_mailbox(store: MailboxStore, finding: dict, write: bool) -> dict:
+    path, mailbox_id = _row_path(finding), finding["mailboxId"]
+    row = store.mailbox(mailbox_id)
+    if row is None or row.get("path") != path:
+        return _outcome(finding, CHANGED, {"mailboxRow": None if row is None else _path_text(row["path"])})
+    registered = store.path(path)
+    if registered is not None:
+        taken = str(registered["mailboxid"])
+        return _outcome(finding, CHANGED if taken == mailbox_id else PATH_TAKEN, {"registeredId": taken})
+    if not write:
+        return _outcome(finding, PATH_REGISTERED, {"wouldDo": True})
+    if store.register(path, mailbox_id, row["uidvalidity"]):
+        return _outcome(finding, PATH_REGISTERED)
+    return _outcome(finding, PATH_TAKEN, {"registeredId": str((store.path(path) or {}).get("mailboxid"))})
+
+
+def orphan_path(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+    path, mailbox_id = _row_path(finding), finding["mailboxId"]
+    registered = store.path(path)
+    if registered is None or str(registered["mailboxid"]) != mailbox_id:
+        return _outcome(finding, CHANGED)
+    if store.mailbox(mailbox_id) is not None:
+        return _outcome(finding, CHANGED, {"mailboxRow": "exists"})
+    referenced = finding["messages"] > 0 or store.referenced(mailbox_id)
+    detail = {"referencedByMessages": referenced, "messages": finding["messages"]}
+    if referenced and options.orphan_paths == RECREATE_WHEN_REFERENCED:
+        if not options.write:
+            return _outcome(finding, MAILBOX_RECREATED, {**detail, "wouldDo": True})
+        uidvalidity = registered.get("uidvalidity") or random.randint(1, 2**32 - 1)
+        if store.create_mailbox(mailbox_id, path, uidvalidity):
+            return _outcome(finding, MAILBOX_RECREATED, detail)
+        return _outcome(finding, CHANGED, {**detail, "mailboxRow": "created meanwhile"})
+    if not options.write:
+        return _outcome(finding, PATH_DELETED, {**detail, "wouldDo": True})
+    if store.unregister(path, mailbox_id):
+        return _outcome(finding, PATH_DELETED, detail)
+    return _outcome(finding, CHANGED, detail)
+
+
+def _realign(store: MailboxStore, finding: dict, mailbox_id: str, keep: tuple, write: bool) -> str | None:
+    """Point the mailbox row at `keep`; None when done (or nothing to do), else the outcome that stops the fix."""
+    row = store.mailbox(mailbox_id)
+    if row is None or row.get("path") == keep:
+        return None
+    if write and not store.move_mailbox_row(mailbox_id, row["path"], keep):
+        return CHANGED
+    return None
+
+
+def one_id_two_paths(store: MailboxStore, finding: dict, write: bool) -> dict:
+    mailbox_id = finding["mailboxId"]
+    current = []
+    for entry in finding["paths"]:
+        path = (entry["namespace"], entry["user"], entry["name"])
+        registered = store.path(path)
+        if registered is not None and str(registered["mailboxid"]) == mailbox_id:
+            current.append((registered["written"], _path_text(path), path))
+    if len(current) < 2:
+        return _outcome(finding, CHANGED, {"stillRegisteredUnder": [text for _, text, _ in current]})
+    current.sort()
+    keep = current[-1][2]
+    detail = {"kept": _path_text(keep), "dropped": [text for _, text, _ in current[:-1]]}
+    stop = _realign(store, finding, mailbox_id, keep, write)
+    if stop:
+        return _outcome(finding, stop, detail)
+    if write:
+        for _, _, path in current[:-1]:
+            store.unregister(path, mailbox_id)
+    return _outcome(finding, KEPT_LATEST_PATH, {**detail, **({} if write else {"wouldDo": True})})
+
+
+def mailbox_path_outdated(store: MailboxStore, finding: dict, write: bool) -> dict:
+    mailbox_id, own = finding["mailboxId"], _row_path(finding)
+    entries = finding["paths"]
+    target = (entries[0]["namespace"], entries[0]["user"], entries[0]["name"])
+    registered = store.path(target)
+    row = store.mailbox(mailbox_id)
+    if (
+        registered is None
+        or str(registered["mailboxid"]) != mailbox_id
+        or row is None
+        or row.get("path") != own
+        or store.path(own) is not None
+    ):
+        return _outcome(finding, CHANGED)
+    detail = {"from": _path_text(own), "to": _path_text(target)}
+    if write and not store.move_mailbox_row(mailbox_id, own, target):
+        return _outcome(finding, CHANGED, detail)
+    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if write else {"wouldDo": True})})
+
+
+def merge_plan(finding: dict) -> dict | None:
+    """The merge to perform for two ids under one path: the id the path registers wins; every other claimant is a
+    loser, merged only if it is registered under no path. None when no winner is certain."""
+    winner = finding.get("registeredId")
+    ids = [claimant["mailboxId"] for claimant in finding["claimants"]]
+    if winner is None or winner not in ids:
+        return None
+    losers = [claimant for claimant in finding["claimants"] if claimant["mailboxId"] != winner]
+    if any(loser["registrations"] > 0 for loser in losers):
+        return None
+    return {"mergeDestination": winner, "mergeOrigins": [loser["mailboxId"] for loser in losers]}
+
+
+def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+    plan = merge_plan(finding)
+    if not options.merge:
+        return _outcome(finding, REPORTED, {"merge": plan})
+    if plan is None:
+        return _outcome(finding, REPORTED, {"merge": None, "why": "no certain winner, or a loser is registered"})
+    path, winner = _row_path(finding), plan["mergeDestination"]
+    registered = store.path(path)
+    if registered is None or str(registered["mailboxid"]) != winner:
+        return _outcome(finding, CHANGED, {"merge": plan})
+    rows = {mailbox_id: store.mailbox(mailbox_id) for mailbox_id in [winner, *plan["mergeOrigins"]]}
+    if any(row is None or row.get("path") != path for row in rows.values()):
+        return _outcome(finding, CHANGED, {"merge": plan})
+    try:
+        acls = {mailbox_id: store.acl(mailbox_id) for mailbox_id in rows}
+    except MalformedTruth as unreadable:
+        return _outcome(finding, REPORTED, {"merge": plan, "why": f"an ACL cannot be read: {unreadable}"})
+    if not options.write:
+        return _outcome(finding, MERGED, {"merge": plan, "wouldDo": True})
+    moved = 0
+    messages = sorted(finding.get("loserMessages") or [], key=lambda message: message["uid"])
+    for loser in plan["mergeOrigins"]:
+        for message in messages:
+            if message["mailboxId"] == loser:
+                moved += store.move_message(message["messageId"], loser, message["uid"], winner)
+    merged = dict(acls[winner][0])
+    for loser in plan["mergeOrigins"]:
+        for key, rights in acls[loser][0].items():
+            union = set(merged.get(key, "")) | set(rights)
+            merged[key] = "".join(letter for letter in RIGHTS_ORDER if letter in union)
+    if merged != acls[winner][0] and not store.write_acl(winner, acls[winner][0], merged, acls[winner][1]):
+        return _outcome(finding, FAILED, {"merge": plan, "movedMessages": moved}, "the winner's ACL changed meanwhile")
+    for loser in plan["mergeOrigins"]:
+        if acls[loser][0]:
+            store.write_acl(loser, acls[loser][0], {}, acls[loser][1])  # a deleted mailbox's ACL is empty
+        store.delete_mailbox(loser, path)
+    return _outcome(finding, MERGED, {"merge": plan, "movedMessages": moved, "acl": merged})
+
+
+def act(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+    kind = finding["kind"]
+    try:
+        if kind == d.ORPHAN_MAILBOX:
+            return orphan_mailbox(store, finding, options.write)
+        if kind == d.ORPHAN_PATH:
+            return orphan_path(store, finding, options)
+        if kind == d.ONE_ID_TWO_PATHS:
+            return one_id_two_paths(store, finding, options.write)
+        if kind == d.MAILBOX_PATH_OUTDATED:
+            return mailbox_path_outdated(store, finding, options.write)
+        if kind == d.TWO_IDS_ONE_PATH:
+            return two_ids_one_path(store, finding, options)
+        return _outcome(finding, REPORTED)
+    except Exception as error:  # noqa: BLE001 - one finding's failure is reported, the others go on
+        return _outcome(finding, FAILED, error=f"{type(error).__name__}: {str(error)[:300]}")
+
+
+def apply_partition(options: PolicyOptions):
+    """mapPartitions function: findings (Rows) -> outcome tuples (OUTCOME_SCHEMA)."""
+
+    def run(rows):
+        session = executor_session(options.settings)
+        store = MailboxStore(session, options)
+        for row in rows:
+            outcome = act(store, row.asDict(recursive=True), options)
+            yield tuple(outcome[name] for name in ("kind", "action", "mailboxId", "mailboxPath", "detail", "error"))
+
+    return run

@@ -1,0 +1,173 @@
+"""The mailbox report, with the fields of James's SolveMailboxInconsistencies task (`processedMailboxEntries`,
+`processedMailboxPathEntries`, `fixedInconsistencies`, `conflictingEntries`, `errors`) and what an approver needs:
+counts per kind, orphan paths with their message references, conflicts with the merge to perform, a sample."""
+
+import json
+
+from james_consistency.mailboxes import diagnosis as d
+from james_consistency.mailboxes.policy import merge_plan
+
+MERGE_ROUTE = "POST /cassandra/mailbox/merging"
+
+
+def _entry(path: str | None, mailbox_id: str | None) -> dict | None:
+    if mailbox_id is None:
+        return None
+    return {"mailboxPath": path, "mailboxId": mailbox_id}
+
+
+def _row_path_text(finding: dict) -> str | None:
+    row = finding.get("mailboxRowPath")
+    return None if row is None else ":".join(row[part] for part in d.PATH)
+
+
+def conflicting_entries(findings: list[dict]) -> list[dict]:
+    """James's conflictingEntries: the mailbox table's view and the path table's view of each conflict."""
+    entries = []
+    for finding in findings:
+        path = finding["mailboxPath"]
+        if finding["kind"] == d.PATH_POINTS_TO_ANOTHER_ID:
+            entries.append(
+                {
+                    "mailboxDaoEntry": _entry(path, finding["mailboxId"]),
+                    "mailboxPathDaoEntry": _entry(path, finding["registeredId"]),
+                }
+            )
+        elif finding["kind"] == d.TWO_IDS_ONE_PATH:
+            for claimant in finding["claimants"]:
+                if claimant["mailboxId"] != finding["registeredId"]:
+                    entries.append(
+                        {
+                            "mailboxDaoEntry": _entry(path, claimant["mailboxId"]),
+                            "mailboxPathDaoEntry": _entry(path, finding["registeredId"]),
+                        }
+                    )
+    return entries
+
+
+def conflict(finding: dict) -> dict:
+    """A two-ids-one-path conflict as the approver and the admin see it: both ids, their message counts, and the
+    exact merge to perform (or why none is certain)."""
+    plan = merge_plan(finding)
+    described = {
+        "kind": finding["kind"],
+        "mailboxPath": finding["mailboxPath"],
+        "registeredId": finding["registeredId"],
+        "ids": finding["claimants"],
+    }
+    if plan is None:
+        described["merge"] = None
+        described["why"] = (
+            "no id is registered at the path: no certain winner"
+            if finding["registeredId"] is None
+            else "a loser is registered under another path: merging could lose it"
+        )
+    else:
+        described["merge"] = {
+            **plan,
+            "webadmin": [
+                f"{MERGE_ROUTE} " + json.dumps({"mergeOrigin": origin, "mergeDestination": plan["mergeDestination"]})
+                for origin in plan["mergeOrigins"]
+            ],
+            "command": "james-consistency repair mailboxes --merge --i-know-what-i-am-doing ALL-SERVICES-ARE-OFFLINE",
+        }
+    return described
+
+
+def orphan_path(finding: dict) -> dict:
+    return {
+        "mailboxPath": finding["mailboxPath"],
+        "mailboxId": finding["mailboxId"],
+        "messages": finding["messages"],
+        "referencedByMessages": finding["messages"] > 0,
+    }
+
+
+def sample_entry(finding: dict) -> dict:
+    entry = {
+        "kind": finding["kind"],
+        "mailboxId": finding["mailboxId"],
+        "mailboxPath": finding["mailboxPath"],
+        "registeredId": finding["registeredId"],
+        "mailboxRowPath": _row_path_text(finding),
+        "messages": finding["messages"],
+    }
+    if finding["paths"]:
+        entry["registeredPaths"] = [
+            {"mailboxPath": ":".join(p[part] for part in d.PATH), "writetime": p["written"]} for p in finding["paths"]
+        ]
+    if finding["claimants"]:
+        entry["claimants"] = finding["claimants"]
+    return entry
+
+
+def describe(findings_sample: list[dict], counts: dict[str, int]) -> dict:
+    """The diagnosis part of a report, from the kind counts and a bounded sample of findings."""
+    return {
+        "inconsistencies": counts,
+        "conflictingEntries": conflicting_entries(findings_sample),
+        "orphanPaths": [orphan_path(f) for f in findings_sample if f["kind"] == d.ORPHAN_PATH],
+        "conflicts": [conflict(f) for f in findings_sample if f["kind"] == d.TWO_IDS_ONE_PATH],
+        "sample": [sample_entry(f) for f in findings_sample],
+    }
+
+
+def approval_summary(report: dict, sample_size: int = 10) -> str:
+    """Markdown for the approval form: counts per kind, the conflicts, orphan paths and a sample."""
+    lines = [
+        f"**Keyspace** `{report['keyspace']}` (James {report.get('generation')}): "
+        f"{report.get('processedMailboxEntries', 0)} mailbox rows, "
+        f"{report.get('processedMailboxPathEntries', 0)} path registrations.",
+        "",
+        "| inconsistency | found | planned action |",
+        "|---|---:|---|",
+    ]
+    actions = {
+        d.ORPHAN_MAILBOX: "register its path (IF NOT EXISTS)",
+        d.ORPHAN_PATH: "re-create the mailbox row if messages reference it, else delete the path",
+        d.ONE_ID_TWO_PATHS: "keep the latest written path, realign the mailbox row",
+        d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path",
+        d.TWO_IDS_ONE_PATH: "reported (merge only when asked)",
+        d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is",
+    }
+    for kind, count in report.get("inconsistencies", {}).items():
+        lines.append(f"| {kind} | {count} | {actions[kind]} |")
+    planned = report.get("plannedActions") or {}
+    if planned:
+        lines += [
+            "",
+            "**Planned actions** (re-checked at SERIAL now): " + ", ".join(f"{k} {v}" for k, v in planned.items()),
+        ]
+    conflicts = report.get("conflicts", [])
+    if conflicts or report.get("conflictingEntries"):
+        lines += [
+            "",
+            f"**Conflicts** ({len(report.get('conflictingEntries', []))} conflicting entries, never guessed):",
+        ]
+        for item in conflicts[:sample_size]:
+            ids = ", ".join(f"`{c['mailboxId']}` ({c['messages']} messages)" for c in item["ids"])
+            merge = item["merge"]
+            to_do = (
+                f"merge into `{merge['mergeDestination']}`: {'; '.join(merge['webadmin'])}"
+                if merge
+                else f"no merge: {item['why']}"
+            )
+            lines.append(f"- `{item['mailboxPath']}` claimed by {ids}; {to_do}")
+        for entry in report.get("conflictingEntries", [])[:sample_size]:
+            mailbox, path = entry["mailboxDaoEntry"], entry["mailboxPathDaoEntry"]
+            lines.append(
+                f"- mailbox `{mailbox['mailboxId']}` says `{mailbox['mailboxPath']}`, "
+                f"the path table says `{path['mailboxId'] if path else 'nobody'}`"
+            )
+    orphans = report.get("orphanPaths", [])
+    if orphans:
+        lines += ["", "**Orphan paths**:"]
+        for item in orphans[:sample_size]:
+            refs = f"{item['messages']} messages reference it" if item["referencedByMessages"] else "no message"
+            lines.append(f"- `{item['mailboxPath']}` -> `{item['mailboxId']}`: {refs}")
+    sample = report.get("sample", [])
+    if sample:
+        lines += ["", f"**Sample** ({min(len(sample), sample_size)} of {sum(report['inconsistencies'].values())}):"]
+        for item in sample[:sample_size]:
+            lines.append(f"- {item['kind']}: `{item['mailboxId']}` `{item['mailboxPath']}`")
+    return "\n".join(lines)
