@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection_options(bench)
     bench.set_defaults(handler=_bench)
 
+    from james_consistency.history import add_history_command
+
+    add_history_command(commands)  # history [--target T] [--since DATE] [--plot FILE.png]
+
     for mode, help_text in (
         ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
         ("repair", "repair a projection from its source of truth"),
