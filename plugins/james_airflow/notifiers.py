@@ -1,38 +1,132 @@
 """Alerts for failed gates, failed jobs and approval requests.
 
-Every alert is a small JSON document (what failed, where, the gate's failed expectations with counts and a sample,
-links to the run and to the Data Docs) delivered to each configured channel. The alert log
-(`.local/alerts/alerts.jsonl`, or JAMES_ALERT_LOG) always receives it, first; mail and chat channels plug in the
-same way: a channel is any object with `name` and `send(alert, context)`, e.g. a wrapper around the smtp provider's
-`SmtpNotifier` or the Slack provider's notifier, added to `configured_channels()` (chosen from the environment at
-alert time, never at DAG parse time). A channel that fails is logged and does not stop the others.
+Every alert is a small JSON document (what failed, where, the gate's failed expectations with counts and a sample
+of the offending rows, links to the Airflow run and to the Great Expectations Data Docs) delivered to each configured
+channel. The alert log (`.local/alerts/alerts.jsonl`, or JAMES_ALERT_LOG) always receives it, first; then mail
+(an Airflow SMTP connection, recipients in JAMES_ALERT_EMAILS) and a Slack-compatible chat webhook
+(JAMES_ALERT_WEBHOOK_URL or the http connection `james_alert_webhook`) when configured: see
+`james_airflow.alert_channels`. Channels are chosen when the alert is sent, never at DAG parse time. A channel is any
+object with `name` and `send(alert, context)`; one that fails is logged (without credentials) and does not stop the
+others.
+
+From other code (e.g. an approval request's notifier):
+
+    from james_airflow.notifiers import build_alert, send_alert
+
+    send_alert(build_alert(context, "mailbox repair: approval needed", message="12 mailboxes ..."), context)
 """
 
 import json
 import logging
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 from james_consistency.paths import LOCAL_DIR
 
+from james_airflow.alert_channels import AlertDeliveryError, mail_and_chat_channels, redact
 from james_airflow.runs import read_report
 
 log = logging.getLogger(__name__)
+
+SAMPLE_ROWS_IN_ALERT = 5
+# The reconcile job's exit codes (spark/james_consistency/engine/job.py).
+JOB_EXIT_CODES = {
+    2: "bad input (wrong keyspace, missing table, node unreachable)",
+    3: "partial: some rows could not be repaired (listed in the report; a re-run converges)",
+    4: "a Great Expectations gate failed",
+    5: "the run stopped on an infrastructure failure (the report names the stage; a re-run converges)",
+}
 
 
 def alert_log_path() -> Path:
     return Path(os.environ.get("JAMES_ALERT_LOG", LOCAL_DIR / "alerts" / "alerts.jsonl"))
 
 
-def build_alert(context, title: str) -> dict:
-    """The alert's content from an Airflow callback context (task failure or DAG failure)."""
+def airflow_base_url() -> str:
+    """The Airflow UI's address: [api] base_url (AIRFLOW__API__BASE_URL), as Airflow's own task log links use it."""
+    try:
+        from airflow.sdk.configuration import conf
+
+        base = conf.get("api", "base_url", fallback=None)
+    except Exception:  # noqa: BLE001 (no configuration: the local default)
+        base = None
+    return (base or "http://localhost:8080").rstrip("/")
+
+
+def run_url(dag_id: str, run_id: str) -> str:
+    return f"{airflow_base_url()}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def data_docs_url(path: str | None) -> str | None:
+    """A link to the Data Docs page: under JAMES_DATA_DOCS_URL when the site is served (the URL of the folder
+    `local_site`), else the local file."""
+    if not path:
+        return None
+    served = os.environ.get("JAMES_DATA_DOCS_URL")
+    if served and "local_site/" in path:
+        return served.rstrip("/") + "/" + path.split("local_site/", 1)[1]
+    return Path(path).as_uri() if Path(path).is_absolute() else path
+
+
+def _reason(context) -> tuple[str, int | None]:
+    """The failure in one line, and the job's exit code when a spark-submit failed (whose message is the whole
+    command line: left out)."""
+    text = str(context.get("exception") or context.get("reason") or "")
+    found = re.search(r"Error code is: (\d+)", text)
+    if found and "spark-submit" in text:
+        code = int(found.group(1))
+        return f"the Spark job exited with code {code}: {JOB_EXIT_CODES.get(code, 'failed')}", code
+    return text[:500], None
+
+
+def _expectation_count(gate: dict, failure: dict, report: dict) -> tuple[object, str | None]:
+    """How many rows an expectation objects to, and of what (the gate judged figures measured on the tables)."""
+    target = failure.get("target")
+    health = report.get("truthHealth") or {}
+    if gate["name"].endswith("_truth_health") and isinstance(target, str) and target in health:
+        return health[target], "truth rows"
+    if gate["name"] == "projection_matches_truth":
+        return report.get("remainingInconsistencies", failure.get("observed")), "remaining inconsistencies"
+    if gate["name"] == "plan_safety" and report.get("plan"):
+        plan = report["plan"]
+        return (
+            round(plan["destructiveShare"], 4),
+            f"of the projection to delete or rewrite (at most {plan['maxDestructiveShare']} allowed; "
+            f"{plan['toRewrite']} rewrites, {plan['toDelete']} deletes)",
+        )
+    return failure.get("observed"), None
+
+
+def _failed_gate(gate: dict, report: dict) -> dict:
+    rows = gate.get("sample_rows") or []
+    if not rows and gate["name"] == "projection_matches_truth":
+        rows = report.get("remainingSample") or []
+    failures = []
+    for failure in gate.get("failed_expectations", []):
+        count, count_of = _expectation_count(gate, failure, report)
+        failures.append({**failure, "count": count, "count_of": count_of})
+    return {
+        "gate": gate["name"],
+        "evaluated": gate.get("evaluated"),
+        "failed_expectations": failures,
+        "sample_rows": rows[:SAMPLE_ROWS_IN_ALERT],
+        "data_docs": gate.get("data_docs"),
+        "data_docs_url": data_docs_url(gate.get("data_docs")),
+    }
+
+
+def build_alert(context, title: str, message: str | None = None) -> dict:
+    """The alert's content from an Airflow callback context (task failure, DAG failure, or any task's context)."""
     ti = context.get("ti") or context.get("task_instance")
     dag_id = context["dag"].dag_id
     run_id = context.get("run_id") or (ti.run_id if ti else "")
     report = read_report(dag_id, run_id, ti.task_id) if ti else None
+    reason, exit_code = _reason(context)
     alert = {
         "title": title,
         "at": datetime.now(UTC).isoformat(),
@@ -40,27 +134,32 @@ def build_alert(context, title: str) -> dict:
         "run_id": run_id,
         "task_id": ti.task_id if ti else None,
         "try_number": getattr(ti, "try_number", None),
-        "reason": str(context.get("exception") or context.get("reason") or "")[:500],
+        "reason": reason,
+        "exit_code": exit_code,
+        "run_url": run_url(dag_id, run_id) if run_id else None,
         "log_url": getattr(ti, "log_url", None),
     }
+    if message:
+        alert["message"] = message
     if report:
-        failed_gates = [gate for gate in report.get("gates", []) if not gate["success"]]
+        failed_gates = [_failed_gate(gate, report) for gate in report.get("gates", []) if not gate["success"]]
+        processed = report.get("truthHealth", {}).get("truth_rows")
         alert["report"] = {
             "keyspace": report.get("keyspace"),
             "target": report.get("target"),
             "mode": report.get("mode"),
             "status": report.get("status"),
+            "truth_rows": processed,
             "inconsistencies": report.get("inconsistencies"),
+            "diff_measured": "expectedProjectionRows" in report,
+            "remainingInconsistencies": report.get("remainingInconsistencies"),
+            "failedCount": report.get("failedCount"),
+            "error": report.get("error"),
             "errors": report.get("errors", [])[:5],
-            "failed_gates": [
-                {
-                    "gate": gate["name"],
-                    "failed_expectations": gate["failed_expectations"],
-                    "data_docs": gate["data_docs"],
-                }
-                for gate in failed_gates
-            ],
+            "failed_gates": failed_gates,
         }
+        if failed_gates:
+            alert["data_docs_url"] = failed_gates[0]["data_docs_url"]
     return alert
 
 
@@ -89,12 +188,35 @@ class AlertLog:
 
 
 def configured_channels() -> list[AlertChannel]:
-    """The channels of this deployment. Mail and chat channels are added here, from the environment."""
-    return [AlertLog()]
+    """The channels of this deployment: the alert log, then mail and chat when configured (read now)."""
+    return [AlertLog(), *mail_and_chat_channels()]
+
+
+def send_alert(alert: dict, context=None, channels: list[AlertChannel] | None = None) -> list[str]:
+    """Deliver an alert to every channel (the configured ones unless given); returns the names of the channels
+    that failed, each already logged without credentials. Never raises for a channel's failure."""
+    log.error("ALERT %s", json.dumps(alert, default=str))
+    failed = []
+    for channel in channels if channels is not None else configured_channels():
+        name = getattr(channel, "name", type(channel).__name__)
+        try:
+            channel.send(alert, context)
+        except AlertDeliveryError as error:
+            log.error("alert channel %s failed: %s", name, error)
+            failed.append(name)
+        except Exception as error:  # noqa: BLE001 (one broken channel must not silence the others)
+            reason = redact(f"{type(error).__name__}: {error}", getattr(channel, "secrets", ()))
+            log.error("alert channel %s failed: %s", name, reason)
+            failed.append(name)
+        else:
+            log.info("alert delivered to %s", name)
+    if failed:
+        log.error("alert not delivered to: %s", ", ".join(failed))
+    return failed
 
 
 class ConsistencyAlert(BaseNotifier):
-    """on_failure_callback of every consistency task: logs the alert and delivers it to every channel."""
+    """on_failure_callback of every consistency task: builds the alert and delivers it to every channel."""
 
     template_fields = ("title",)
 
@@ -106,14 +228,4 @@ class ConsistencyAlert(BaseNotifier):
         self.channels = channels
 
     def notify(self, context) -> None:
-        alert = build_alert(context, self.title)
-        log.error("ALERT %s", json.dumps(alert, default=str))
-        failed = []
-        for channel in self.channels if self.channels is not None else configured_channels():
-            try:
-                channel.send(alert, context)
-            except Exception:  # noqa: BLE001 (one broken channel must not silence the others)
-                log.exception("alert channel %s failed", getattr(channel, "name", channel))
-                failed.append(getattr(channel, "name", str(channel)))
-        if failed:
-            log.error("alert not delivered to: %s", ", ".join(failed))
+        send_alert(build_alert(context, self.title), context, self.channels)
