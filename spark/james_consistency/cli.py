@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
     from james_consistency.projections import TARGETS
 
-    parser.add_argument("target", choices=TARGETS, help="what to check or repair")
+    parser.add_argument("target", choices=[*TARGETS, "mailboxes"], help="what to check or repair")
     parser.add_argument("--keyspace", required=True)
     parser.add_argument("--report", help="JSON report path (default: .local/reports/<target>-<mode>-<time>.json)")
     parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates")
@@ -137,6 +137,9 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
         parser.add_argument("--truth-consistency", default="LOCAL_QUORUM", help="e.g. LOCAL_QUORUM or SERIAL")
         parser.add_argument("--max-destructive-share", type=_rate, default=0.05)
         parser.add_argument("--allow-destructive", action="store_true")
+    from james_consistency.mailboxes.cli import add_options as add_mailbox_options
+
+    add_mailbox_options(parser, mode)
     _add_connection_options(parser)
 
 
@@ -274,6 +277,10 @@ def _job(args) -> int:
     from james_consistency.schema import validate_keyspace_name
     from james_consistency.spark_env import JOBS_DIR, spark_submit_command
 
+    if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
+        from james_consistency.mailboxes.cli import run as run_mailboxes
+
+        return run_mailboxes(args, _settings(args))
     keyspace = validate_keyspace_name(args.keyspace)
     settings = _settings(args)
     # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.

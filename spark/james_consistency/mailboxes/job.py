@@ -31,6 +31,7 @@ from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import detect_generation, validate_keyspace_name
+from james_consistency.spark_env import refresh_connector_schema
 
 log = logging.getLogger("james_consistency.mailboxes")
 
@@ -104,7 +105,18 @@ def resolve(settings: CassandraSettings, keyspace: str) -> str:
 
 
 def _load(spark: SparkSession, keyspace: str, table: str) -> DataFrame:
-    return spark.read.format("org.apache.spark.sql.cassandra").options(keyspace=keyspace, table=table).load()
+    """A full-scan source of the table (every column: the path table's WRITETIME is read from it)."""
+    from pyspark.errors import AnalysisException
+
+    def load():
+        return spark.read.format("org.apache.spark.sql.cassandra").options(keyspace=keyspace, table=table).load()
+
+    try:
+        return load()
+    except AnalysisException:
+        # A long-lived session's connector may not have seen a keyspace created after it connected.
+        refresh_connector_schema(spark)
+    return load()
 
 
 def scan(spark: SparkSession, keyspace: str, generation: str, work_dir: Path, sample_size: int, merge=False) -> Scan:

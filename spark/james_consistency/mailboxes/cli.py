@@ -1,0 +1,70 @@
+"""`james-consistency check|repair|verify mailboxes`: the options of the mailbox repair and its spark-submit run.
+
+The repair refuses to start, before any Spark JVM, without `--i-know-what-i-am-doing ALL-SERVICES-ARE-OFFLINE`.
+"""
+
+import argparse
+import subprocess
+from datetime import UTC, datetime
+
+from james_consistency.cql import CassandraSettings
+from james_consistency.errors import OperatorError
+from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.mailboxes.policy import ORPHAN_PATH_POLICIES, RECREATE_WHEN_REFERENCED
+
+
+def add_options(parser: argparse.ArgumentParser, mode: str) -> None:
+    """The mailbox repair's own options (ignored by the other targets)."""
+    if mode != "repair":
+        return
+    group = parser.add_argument_group("mailboxes (offline repair)")
+    group.add_argument(
+        "--i-know-what-i-am-doing",
+        dest="offline_confirmation",
+        metavar=CONFIRMATION,
+        help=f"required to repair mailboxes: type {CONFIRMATION} once SMTP, IMAP and JMAP are stopped",
+    )
+    group.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge a mailbox id claiming a registered path into the registered one (messages and ACL)",
+    )
+    group.add_argument(
+        "--orphan-paths",
+        choices=ORPHAN_PATH_POLICIES,
+        default=RECREATE_WHEN_REFERENCED,
+        help="an orphan path: re-create its mailbox when messages reference it (default), or always delete it",
+    )
+    group.add_argument("--max-passes", type=int, default=5, help="repeat while a pass fixes something, at most N")
+
+
+def job_arguments(args, keyspace: str, report: str) -> list[str]:
+    arguments = ["--keyspace", keyspace, "--mode", args.mode, "--report", report]
+    if args.no_gates:
+        arguments.append("--no-gates")
+    if args.mode == "repair":
+        arguments += ["--confirm", CONFIRMATION, "--orphan-paths", args.orphan_paths]
+        arguments += ["--max-passes", str(args.max_passes)]
+        if args.merge:
+            arguments.append("--merge")
+    return arguments
+
+
+def run(args, settings: CassandraSettings) -> int:
+    """Check the confirmation and the keyspace in seconds, then run the Spark job as the DAG does."""
+    from james_consistency.mailboxes.job import resolve
+    from james_consistency.paths import REPORTS_DIR
+    from james_consistency.schema import validate_keyspace_name
+    from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+
+    if args.mode == "repair" and getattr(args, "offline_confirmation", None) != CONFIRMATION:
+        raise OperatorError(
+            "repair mailboxes can cancel users' actions (ADR-0020) and must only run while James's SMTP, IMAP and "
+            f"JMAP services are stopped; once they are, add --i-know-what-i-am-doing {CONFIRMATION}"
+        )
+    keyspace = validate_keyspace_name(args.keyspace)
+    resolve(settings, keyspace)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    report = args.report or str(REPORTS_DIR / f"mailboxes-{args.mode}-{stamp}.json")
+    command = spark_submit_command(JOBS_DIR / "mailboxes.py", job_arguments(args, keyspace, report), settings)
+    return subprocess.run(command, check=False).returncode

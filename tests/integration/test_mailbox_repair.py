@@ -1,0 +1,288 @@
+"""The offline mailbox repair (mailbox <-> mailboxPathV3 / mailboxPathV2) on the real node with real Spark.
+
+Every assertion on the tables is made with CQL: which path registers which id, which mailbox row names which path.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from james_consistency.mailboxes.job import MailboxOptions, execute
+from james_consistency.schema import create_schema
+from support.mailboxes import (
+    acl,
+    add_mailbox,
+    add_mailbox_row,
+    break_every_mailbox_kind,
+    mailbox_rows,
+    paths,
+    set_acl,
+    write_times,
+)
+
+GENERATIONS = ["3.9", "3.5"]
+OFFLINE = "ALL-SERVICES-ARE-OFFLINE"
+EVERY_KIND = {
+    "orphan-mailbox": 1,
+    "orphan-path": 2,
+    "one-id-two-paths": 1,
+    "two-ids-one-path": 1,
+    "path-points-to-another-id": 2,
+    "mailbox-path-outdated": 1,
+}
+
+
+def run(spark, settings, keyspace, mode="repair", **options):
+    if mode == "repair":
+        options.setdefault("confirmation", OFFLINE)
+    return execute(spark, settings, MailboxOptions(keyspace=keyspace, mode=mode, **options))
+
+
+def entry(path: str, mailbox_id) -> dict:
+    return {"mailboxPath": f"#private:{path}", "mailboxId": str(mailbox_id)}
+
+
+def loop_entries(ids) -> list[dict]:
+    return [
+        {"mailboxDaoEntry": entry("erin:A", ids["loopa"]), "mailboxPathDaoEntry": entry("erin:A", ids["loopb"])},
+        {"mailboxDaoEntry": entry("erin:B", ids["loopb"]), "mailboxPathDaoEntry": entry("erin:B", ids["loopa"])},
+    ]
+
+
+def two_ids_entry(ids) -> dict:
+    return {
+        "mailboxDaoEntry": entry("dave:INBOX", ids["dave2"]),
+        "mailboxPathDaoEntry": entry("dave:INBOX", ids["dave"]),
+    }
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_check_reports_every_kind_with_james_fields_and_writes_nothing(
+    cql, cassandra_settings, spark, new_keyspace, generation
+):
+    keyspace = new_keyspace("mbxcheck")
+    create_schema(cql, keyspace, generation)
+    ids = break_every_mailbox_kind(cql, keyspace, generation)
+    before = write_times(cql, keyspace, generation)
+
+    report = run(spark, cassandra_settings, keyspace, mode="check")
+
+    assert report["generation"] == generation
+    assert report["mailboxPathTable"] == ("mailboxpathv3" if generation == "3.9" else "mailboxpathv2")
+    assert report["inconsistencies"] == EVERY_KIND
+    assert report["processedMailboxEntries"] == 9
+    assert report["processedMailboxPathEntries"] == 10
+    assert report["fixedInconsistencies"] == [] and report["errors"] == []
+    assert report["conflictingEntries"] == [two_ids_entry(ids), *loop_entries(ids)]
+    assert report["orphanPaths"] == [
+        {"mailboxPath": "#private:alice:Archive", "mailboxId": str(ids["archive"]), "messages": 3,
+         "referencedByMessages": True},
+        {"mailboxPath": "#private:alice:Old", "mailboxId": str(ids["old"]), "messages": 0,
+         "referencedByMessages": False},
+    ]  # fmt: skip
+    [conflict] = report["conflicts"]
+    assert conflict["ids"] == sorted(
+        [
+            {"mailboxId": str(ids["dave"]), "messages": 3, "registrations": 1},
+            {"mailboxId": str(ids["dave2"]), "messages": 2, "registrations": 0},
+        ],
+        key=lambda item: item["mailboxId"],
+    )
+    assert conflict["merge"]["mergeDestination"] == str(ids["dave"])
+    assert conflict["merge"]["mergeOrigins"] == [str(ids["dave2"])]
+    assert report["plannedActions"] == {
+        "kept-latest-path": 1,
+        "mailbox-realigned": 1,
+        "mailbox-recreated": 1,
+        "path-deleted": 1,
+        "path-registered": 1,
+    }
+    assert report["nothingToDo"] is False and report["status"] == "PARTIAL"
+    assert [gate["name"] for gate in report["gates"]] == ["mailbox_health", "mailbox_nothing_to_do"]
+    assert write_times(cql, keyspace, generation) == before, "a check writes nothing"
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_repair_fixes_every_kind_leaves_conflicts_and_a_second_run_changes_nothing(
+    cql, cassandra_settings, spark, new_keyspace, generation
+):
+    keyspace = new_keyspace("mbxrepair")
+    create_schema(cql, keyspace, generation)
+    ids = break_every_mailbox_kind(cql, keyspace, generation)
+
+    report = run(spark, cassandra_settings, keyspace)
+
+    assert report["inconsistencies"] == EVERY_KIND
+    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND} | {
+        "two-ids-one-path": 1,
+        "path-points-to-another-id": 2,
+    }
+    assert report["fixedCount"] == 5 and report["failedCount"] == 0 and report["errors"] == []
+    assert sorted(report["fixedInconsistencies"]) == sorted(
+        str(ids[role]) for role in ("orphan", "archive", "old", "work", "frank")
+    )
+    assert report["conflictingEntries"] == [two_ids_entry(ids), *loop_entries(ids)]
+    assert report["status"] == "PARTIAL", "conflicts are left for an admin, as James reports them"
+    assert [item["pass"] for item in report["passes"]] == [1]
+
+    rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, generation)
+    # orphan mailbox: its path is registered again.
+    assert registered["alice:Drafts"] == ids["orphan"]
+    # orphan path referenced by messages: the mailbox row is back; the one nobody references is gone.
+    assert rows[ids["archive"]] == "alice:Archive" and registered["alice:Archive"] == ids["archive"]
+    assert "alice:Old" not in registered and ids["old"] not in rows
+    # one id under two paths: the later path wins, the row follows it, the other path is dropped.
+    assert rows[ids["work"]] == "carol:Work-renamed" and registered["carol:Work-renamed"] == ids["work"]
+    assert "carol:Work" not in registered
+    # a row whose id is registered under another (free) path follows its registration.
+    assert rows[ids["frank"]] == "frank:New" and registered["frank:New"] == ids["frank"]
+    # conflicts are never guessed: two ids on dave's INBOX and erin's swapped pair stay as they were.
+    assert rows[ids["dave"]] == rows[ids["dave2"]] == "dave:INBOX" and registered["dave:INBOX"] == ids["dave"]
+    assert rows[ids["loopa"]] == "erin:A" and rows[ids["loopb"]] == "erin:B"
+    assert registered["erin:A"] == ids["loopb"] and registered["erin:B"] == ids["loopa"]
+    assert rows[ids["consistent"]] == "bob:INBOX" and registered["bob:INBOX"] == ids["consistent"]
+
+    written = write_times(cql, keyspace, generation)
+    again = run(spark, cassandra_settings, keyspace)
+
+    assert again["inconsistencies"] == report["remaining"]
+    assert again["fixedCount"] == 0 and again.get("passes") == []
+    assert again["conflictingEntries"] == report["conflictingEntries"]
+    assert write_times(cql, keyspace, generation) == written, "a second run writes nothing"
+    verified = run(spark, cassandra_settings, keyspace, mode="verify")
+    assert verified["remainingFixable"] == 0
+    assert [gate["success"] for gate in verified["gates"]] == [True, True]
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_merge_moves_the_losers_messages_and_acl_into_the_registered_id(
+    cql, cassandra_settings, spark, new_keyspace, generation
+):
+    keyspace = new_keyspace("mbxmerge")
+    create_schema(cql, keyspace, generation)
+    ids = break_every_mailbox_kind(cql, keyspace, generation)
+    set_acl(cql, keyspace, generation, ids["dave"], {"bob": "lr"})
+    set_acl(cql, keyspace, generation, ids["dave2"], {"bob": "w", "carol": "l"})
+    loser_messages = {
+        row.messageid
+        for row in cql.execute(f"SELECT messageid, mailboxid FROM {keyspace}.imapuidtable")
+        if row.mailboxid == ids["dave2"]
+    }
+
+    report = run(spark, cassandra_settings, keyspace, merge=True)
+
+    assert report["fixedCount"] == 6 and report["failedCount"] == 0
+    merged = [fix for fix in report["fixes"] if fix["action"] == "merged"]
+    assert merged[0]["detail"]["movedMessages"] == 2
+    assert report["conflictingEntries"] == loop_entries(ids)
+    assert "james-consistency repair counters --keyspace " + keyspace in report["followUp"]
+    rows = mailbox_rows(cql, keyspace)
+    assert ids["dave2"] not in rows and rows[ids["dave"]] == "dave:INBOX"
+    truth = {
+        (row.uid, row.messageid)
+        for row in cql.execute(f"SELECT messageid, mailboxid, uid FROM {keyspace}.imapuidtable")
+        if row.mailboxid in (ids["dave"], ids["dave2"])
+        for _ in [row]
+        if row.mailboxid == ids["dave"] or pytest.fail("a message left in the merged-away mailbox")
+    }
+    assert sorted(uid for uid, _ in truth) == [1, 2, 3, 4, 5], "moved messages get the winner's next uids"
+    assert {message for uid, message in truth if uid > 3} == loser_messages
+    projection = {
+        (row.uid, row.messageid)
+        for row in cql.execute(f"SELECT mailboxid, uid, messageid FROM {keyspace}.messageidtable WHERE mailboxid = %s",
+                               (ids["dave"],))
+    }  # fmt: skip
+    assert projection == truth
+    assert (
+        cql.execute(f"SELECT nextuid FROM {keyspace}.messagecounter WHERE mailboxid = %s", (ids["dave"],)).one().nextuid
+        == 5
+    )
+    assert acl(cql, keyspace, generation, ids["dave"]) == {"bob": "lrw", "carol": "l"}
+
+
+def test_an_orphan_path_is_deleted_when_asked_even_if_messages_reference_it(
+    cql, cassandra_settings, spark, new_keyspace
+):
+    keyspace = new_keyspace("mbxdelete")
+    create_schema(cql, keyspace, "3.9")
+    ids = break_every_mailbox_kind(cql, keyspace, "3.9")
+
+    report = run(spark, cassandra_settings, keyspace, orphan_paths="delete")
+
+    assert report["runningOptions"]["orphanPaths"] == "delete"
+    registered = paths(cql, keyspace, "3.9")
+    assert "alice:Archive" not in registered and "alice:Old" not in registered
+    assert ids["archive"] not in mailbox_rows(cql, keyspace)
+
+
+def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(cql, cassandra_settings, new_keyspace):
+    """The policy re-reads at SERIAL just before acting: a path registered between the scan and the fix wins."""
+    from cassandra.query import dict_factory
+    from james_consistency.cql import close, connect
+    from james_consistency.mailboxes import policy
+    from support.messages import timeuuid
+
+    keyspace = new_keyspace("mbxrace")
+    create_schema(cql, keyspace, "3.9")
+    orphan, newcomer = timeuuid(900), timeuuid(901)
+    add_mailbox_row(cql, keyspace, orphan, "gus", "Lists")
+    finding = {"kind": "orphan-mailbox", "mailboxId": str(orphan), "namespace": "#private", "user": "gus",
+               "name": "Lists", "mailboxPath": "#private:gus:Lists", "messages": 0}  # fmt: skip
+    add_mailbox(cql, keyspace, "3.9", newcomer, "gus", "Lists")  # the user created it again meanwhile
+    before = write_times(cql, keyspace, "3.9")
+
+    session = connect(cassandra_settings, row_factory=dict_factory)
+    try:
+        options = policy.PolicyOptions(settings=cassandra_settings, keyspace=keyspace, generation="3.9")
+        outcome = policy.act(policy.MailboxStore(session, options), finding, options)
+    finally:
+        close(session)
+
+    assert outcome["action"] == "path-taken"
+    assert json.loads(outcome["detail"]) == {"registeredId": str(newcomer)}
+    assert paths(cql, keyspace, "3.9")["gus:Lists"] == newcomer
+    assert write_times(cql, keyspace, "3.9") == before
+
+
+def cli(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "james_consistency.cli", *arguments], capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.parametrize("confirmation", [None, "yes", "all-services-are-offline"])
+def test_repair_refuses_without_the_typed_confirmation(cql, cassandra_node, new_keyspace, confirmation):
+    keyspace = new_keyspace("mbxrefuse")
+    create_schema(cql, keyspace, "3.9")
+    break_every_mailbox_kind(cql, keyspace, "3.9")
+    before = write_times(cql, keyspace, "3.9")
+    extra = [] if confirmation is None else ["--i-know-what-i-am-doing", confirmation]
+
+    result = cli("repair", "mailboxes", "--keyspace", keyspace, "--port", str(cassandra_node.native_port), *extra)
+
+    assert result.returncode == 2
+    assert "--i-know-what-i-am-doing ALL-SERVICES-ARE-OFFLINE" in result.stderr
+    assert "SMTP, IMAP and JMAP" in result.stderr
+    assert write_times(cql, keyspace, "3.9") == before
+
+
+def test_the_command_line_checks_then_repairs_through_spark_submit(cql, cassandra_node, new_keyspace, tmp_path):
+    keyspace = new_keyspace("mbxcli")
+    create_schema(cql, keyspace, "3.5")
+    ids = break_every_mailbox_kind(cql, keyspace, "3.5")
+    port = str(cassandra_node.native_port)
+
+    checked = cli("check", "mailboxes", "--keyspace", keyspace, "--port", port, "--report", str(tmp_path / "c.json"))
+    repaired = cli(
+        "repair", "mailboxes", "--keyspace", keyspace, "--port", port, "--report", str(tmp_path / "r.json"),
+        "--i-know-what-i-am-doing", OFFLINE,
+    )  # fmt: skip
+
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert json.loads((tmp_path / "c.json").read_text())["inconsistencies"] == EVERY_KIND
+    assert repaired.returncode == 0, repaired.stderr[-2000:]
+    assert "mailboxes repair on " + keyspace in repaired.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["fixedCount"] == 5 and len(report["conflictingEntries"]) == 3
+    assert paths(cql, keyspace, "3.5")["alice:Drafts"] == ids["orphan"]
