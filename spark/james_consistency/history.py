@@ -275,7 +275,7 @@ def plot(entries: list[RunEntry], path: Path) -> dict[str, list[tuple[datetime, 
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(True, alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
-            axis.legend(loc="upper left", fontsize="small")
+            axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fixed_axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(fixed_axis.xaxis.get_major_locator()))
     fixed_axis.set_xlabel("run start (UTC)")
     path = Path(path)
