@@ -127,7 +127,7 @@ def alert_subject(alert: dict) -> str:
     if gates:
         names = ", ".join(str(f.get("target")) for gate in gates for f in gate.get("failed_expectations", []))
         detail = f"gate {gates[0]['gate']} failed ({names})"
-    elif report.get("status"):
+    elif report.get("status") in ("FAILED", "PARTIAL"):
         detail = f"{report.get('target')} {report.get('mode')} {report['status']}"
     else:
         detail = alert.get("title") or "alert"
