@@ -1,0 +1,221 @@
+"""The offline mailbox repair's Airflow pieces: its Spark job operator, the diagnosis gate, the human approval
+(Airflow's human-in-the-loop ApprovalOperator) and the notification that asks the approvers.
+
+The approval form shows the diagnosis (counts per kind, conflicts, orphan paths, a sample) and asks the approver to
+type ALL-SERVICES-ARE-OFFLINE, as James's webadmin header requires. Reject, a timeout (whose default is Reject) or
+an Approve without that exact text all skip the repair: nothing is written. Only the assigned approvers can answer
+(Airflow's auth manager checks it on the response endpoint the UI uses). The repair task checks the approval's
+answer again before it passes the confirmation to the job, which refuses to write without it.
+"""
+
+import logging
+from datetime import UTC, datetime
+
+from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
+from airflow.sdk import BaseNotifier, Param
+from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.paths import JOBS_DIR
+
+from james_airflow.notifiers import airflow_base_url, run_url, send_alert
+from james_airflow.operators import ConsistencyJobOperator
+from james_airflow.runs import read_report
+
+log = logging.getLogger(__name__)
+
+DIAGNOSE, GATE, APPROVE = "diagnose", "anything_to_repair", "approve_offline_repair"
+CONFIRMATION_FIELD = "confirmation"
+ANSWER = "answer"  # the XCom key of the approver's decision
+
+
+def approved(answer: dict | None) -> bool:
+    """An approval counts only with Approve chosen and the exact confirmation typed."""
+    if not answer:
+        return False
+    typed = str((answer.get("params_input") or {}).get(CONFIRMATION_FIELD) or "").strip()
+    return answer.get("chosen_options") == [ApprovalOperator.APPROVE] and typed == CONFIRMATION
+
+
+def mailbox_job_arguments(mode: str, params: dict, report: str, answer: dict | None = None) -> list[str]:
+    """spark/jobs/mailboxes.py's arguments; a repair gets the confirmation only from an approval that has it."""
+    arguments = ["--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
+    if mode == "repair":
+        if not approved(answer):
+            raise RuntimeError(f"no approval with the typed confirmation {CONFIRMATION}: the repair does not run")
+        arguments += ["--confirm", CONFIRMATION, "--orphan-paths", str(params["orphan_paths"])]
+        arguments += ["--max-passes", str(params["max_passes"])]
+        if params.get("merge"):
+            arguments.append("--merge")
+    return arguments
+
+
+class MailboxJobOperator(ConsistencyJobOperator):
+    """spark-submit of spark/jobs/mailboxes.py (check, repair or verify), with the connection handling of the other
+    repair jobs (address from the Airflow connection, credentials by environment only)."""
+
+    def __init__(self, *, mode: str, **kwargs):
+        # The parent builds the reconcile job's arguments from `mode`; "check" needs only the keyspace of the form.
+        super().__init__(target="mailboxes", mode="check", **kwargs)
+        self.job_mode = mode
+        self.application = str(JOBS_DIR / "mailboxes.py")
+        self.name = f"james-mailboxes-{mode}"
+
+    def execute(self, context):
+        from james_airflow.runs import report_path
+
+        answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER) if self.job_mode == "repair" else None
+        report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
+        self._mailbox_arguments = mailbox_job_arguments(self.job_mode, context["params"], str(report), answer)
+        return super().execute(context)
+
+    def _get_hook(self):
+        # ConsistencyJobOperator sets the reconcile job's arguments; this job has its own.
+        self.application_args = self._mailbox_arguments
+        return super()._get_hook()
+
+
+def anything_to_repair(**context) -> bool:
+    """The gate after the diagnosis: Great Expectations' `mailbox_nothing_to_do` (run in the job) passed means the
+    run ends here, successfully; otherwise the summary for the approval form is pushed (XCom `approval_summary`)."""
+    report = read_report(context["dag"].dag_id, context["run_id"], DIAGNOSE)
+    if report is None:
+        raise RuntimeError("the diagnosis wrote no report")
+    log.info("diagnosis: %s", report.get("inconsistencies"))
+    if report.get("nothingToDo"):
+        log.info("Great Expectations: no mailbox inconsistency, nothing to approve")
+        return False
+    fixable = sum(count for kind, count in report["inconsistencies"].items() if kind not in _conflict_kinds())
+    from james_consistency.mailboxes.report import approval_summary  # Spark-side code: imported at run time only
+
+    summary = approval_summary(report)
+    context["ti"].xcom_push(key="approval_summary", value=summary)
+    context["ti"].xcom_push(key="counts", value=report["inconsistencies"])
+    if not fixable and not context["params"].get("merge"):
+        log.info("only conflicts, which the repair only reports: nothing to approve\n%s", summary)
+        return False
+    return True
+
+
+def _conflict_kinds() -> tuple[str, ...]:
+    from james_consistency.mailboxes.diagnosis import CONFLICTS
+
+    return CONFLICTS
+
+
+class ApprovalRequest(BaseNotifier):
+    """Tells the approvers that a decision waits, with the link to the approval page of the Airflow UI, through the
+    alert channels (alert log always; mail and chat when configured)."""
+
+    def __init__(self, approvers: list[str]):
+        super().__init__()
+        self.approvers = approvers
+
+    def notify(self, context) -> None:
+        ti = context["ti"]
+        dag_id, run_id = context["dag"].dag_id, context["run_id"]
+        link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=airflow_base_url())
+        report = read_report(dag_id, run_id, DIAGNOSE) or {}
+        alert = {
+            "title": f"{dag_id}: approval requested",
+            "kind": "approval-request",
+            "message": (
+                f"The offline mailbox repair of keyspace {report.get('keyspace')} waits for one of "
+                f"{', '.join(self.approvers)}. Stop James's SMTP, IMAP and JMAP first, then approve by typing "
+                f"{CONFIRMATION}; without an answer it is rejected."
+            ),
+            "at": datetime.now(UTC).isoformat(),
+            "dag_id": dag_id,
+            "run_id": run_id,
+            "task_id": ti.task_id,
+            "approvers": self.approvers,
+            "approval_url": link,
+            "run_url": run_url(dag_id, run_id),
+            "links": [("Approve or reject in Airflow", link)],
+            "report": {
+                "keyspace": report.get("keyspace"),
+                "target": "mailboxes",
+                "mode": "check",
+                "status": report.get("status"),
+                "inconsistencies": report.get("inconsistencies"),
+            },
+        }
+        send_alert(alert, context)
+
+
+class OfflineApprovalOperator(ApprovalOperator):
+    """Approve / Reject, where Approve counts only with the typed confirmation: an Approve without it is handled as
+    a Reject (the repair and what follows are skipped, nothing is written, the run succeeds)."""
+
+    def execute_complete(self, context, event):
+        if "error" not in event and event.get("chosen_options") == [self.APPROVE] and not approved(event):
+            typed = (event.get("params_input") or {}).get(CONFIRMATION_FIELD)
+            log.warning("Approve without the confirmation %s (typed %r): handled as Reject", CONFIRMATION, typed)
+            event = {**event, "chosen_options": [self.REJECT]}
+        if "error" not in event:
+            # The decision as the repair and the report read it (XCom `answer`; plain JSON).
+            responded_at = event.get("responded_at")
+            context["ti"].xcom_push(
+                key=ANSWER,
+                value={
+                    "chosen_options": list(event.get("chosen_options") or []),
+                    "params_input": dict(event.get("params_input") or {}),
+                    "responded_by_user": event.get("responded_by_user"),
+                    "responded_at": responded_at.isoformat() if hasattr(responded_at, "isoformat") else responded_at,
+                },
+            )
+        return super().execute_complete(context, event)
+
+
+def approval_params() -> dict[str, Param]:
+    return {
+        CONFIRMATION_FIELD: Param(
+            "",
+            type="string",
+            title="Type ALL-SERVICES-ARE-OFFLINE",
+            description_md=(
+                "The repair can cancel users' actions: approve only once James's SMTP, IMAP and JMAP are stopped, "
+                f"and type `{CONFIRMATION}` here. Without it, Approve is handled as Reject."
+            ),
+        )
+    }
+
+
+APPROVAL_BODY = """\
+## Offline mailbox repair of `{{ params.keyspace }}`
+
+Run `{{ run_id }}` diagnosed the mailbox and path tables. **Approve only while James's SMTP, IMAP and JMAP services
+are stopped**, and type `ALL-SERVICES-ARE-OFFLINE` below. Reject (or no answer) writes nothing.
+
+{{ ti.xcom_pull(task_ids='anything_to_repair', key='approval_summary') }}
+
+Options of this run: orphan paths `{{ params.orphan_paths }}`, merge `{{ params.merge }}`, at most
+`{{ params.max_passes }}` passes.
+"""
+
+
+def summarize(**context) -> dict:
+    """The run's outcome in one XCom: what the diagnosis found, what the approver decided, what the repair did."""
+    dag_id, run_id = context["dag"].dag_id, context["run_id"]
+    diagnosis = read_report(dag_id, run_id, DIAGNOSE) or {}
+    repair = read_report(dag_id, run_id, "repair")
+    verify = read_report(dag_id, run_id, "verify")
+    answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER)
+    if diagnosis.get("nothingToDo"):
+        decision = "nothing-to-do"
+    elif answer is None:
+        decision = "not-asked" if repair is None else "approved"
+    else:
+        decision = "approved" if approved(answer) else "rejected"
+    summary = {
+        "keyspace": diagnosis.get("keyspace"),
+        "decision": decision,
+        "respondedBy": (answer or {}).get("responded_by_user"),
+        "found": diagnosis.get("inconsistencies"),
+        "conflictingEntries": len(diagnosis.get("conflictingEntries", [])),
+    }
+    if repair:
+        summary["repair"] = {key: repair.get(key) for key in ("status", "fixedCount", "failedCount", "remaining")}
+        summary["repair"]["conflictingEntries"] = len(repair.get("conflictingEntries", []))
+    if verify:
+        summary["verify"] = {"status": verify.get("status"), "remainingFixable": verify.get("remainingFixable")}
+    log.info("mailbox offline repair: %s", summary)
+    return summary
