@@ -4,10 +4,13 @@
       -> anything_to_repair (short-circuit: nothing inconsistent, or a dry run, ends the run here)
       -> repair (Spark: plan-safety gate, delayed re-check, fixes)
       -> verify_after (Spark: re-scan and re-check; the projection-matches-truth gate)
-      -> report (a summary of the three job reports)
+      -> report (a summary of the three job reports; announces the keyspace's asset through its alias outlets)
 
-The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never overlap. A failed gate (job
-exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert notifier.
+`multi_target_consistency_dag` runs that chain for several projections, one branch each (task ids check_<target>,
+anything_to_repair_<target>, repair_<target>, verify_<target>, then one report); `independent_repairs_dag` runs
+rebuilds without a check step. The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never
+overlap. A failed gate (job exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert
+notifier.
 """
 
 import logging
@@ -16,12 +19,13 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
-from airflow.sdk import DAG, Param, TriggerRule
+from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
 
-from james_airflow.notifiers import ConsistencyAlert
+from james_airflow.notifiers import ConsistencyAlert, repair_window_overrun
 from james_airflow.operators import ConsistencyJobOperator
 from james_airflow.runs import inconsistencies_found, read_report
+from james_airflow.schedules import keyspace_asset
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +47,46 @@ def schedule_from_environment(cron_variable: str, default_cron: str) -> CronTrig
     return CronTriggerTimetable(deployment_setting(cron_variable, default_cron), timezone=timezone)
 
 
+def deployment_keyspace() -> str:
+    """The keyspace scheduled runs repair (the trigger form's default)."""
+    return deployment_setting("JAMES_KEYSPACE", "james_demo")
+
+
+def repair_window() -> DeadlineAlert | None:
+    """An alert when a run is still going JAMES_REPAIR_WINDOW_MINUTES (default 180: 02:30 to 05:30) after it was
+    queued, i.e. when the night's repair overruns its off-peak window; 0 means no window."""
+    minutes = float(deployment_setting("JAMES_REPAIR_WINDOW_MINUTES", "180"))
+    if minutes <= 0:
+        return None
+    return DeadlineAlert(
+        reference=DeadlineReference.DAGRUN_QUEUED_AT,
+        interval=timedelta(minutes=minutes),
+        callback=AsyncCallback(repair_window_overrun, kwargs={"window_minutes": minutes}),
+    )
+
+
+def transient_retries() -> dict:
+    """Retries of the Spark jobs, for an infrastructure failure only (ConsistencyJobOperator fails anything else at
+    once): JAMES_REPAIR_RETRIES (default 2) after JAMES_REPAIR_RETRY_DELAY_SECONDS (default 300), doubling."""
+    return {
+        "retries": int(deployment_setting("JAMES_REPAIR_RETRIES", "2")),
+        "retry_delay": timedelta(seconds=float(deployment_setting("JAMES_REPAIR_RETRY_DELAY_SECONDS", "300"))),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(hours=1),
+    }
+
+
+def _spark_job(task_id: str, target: str, mode: str, **kwargs) -> ConsistencyJobOperator:
+    """One mode of one repair job, in the one-slot heavy pool, retried on transient failures only."""
+    return ConsistencyJobOperator(
+        task_id=task_id, target=target, mode=mode, pool=HEAVY_POOL, **transient_retries(), **kwargs
+    )
+
+
 def repair_params(target_title: str) -> dict[str, Param]:
     return {
         "keyspace": Param(
-            deployment_setting("JAMES_KEYSPACE", "james_demo"),
+            deployment_keyspace(),
             type="string",
             pattern=KEYSPACE_PATTERN,
             title="Keyspace",
@@ -132,6 +172,21 @@ def summarize(**context) -> dict:
     return summary
 
 
+def summarize_and_announce(**context) -> dict:
+    """The summary; then, unless this was a dry run, an event of the run's keyspace asset for each alias outlet (the
+    task only runs when nothing failed, so the event says: this keyspace's projection matches its truth now)."""
+    summary = summarize(**context)
+    keyspace = context["params"]["keyspace"]
+    for alias in (outlet for outlet in context["task"].outlets if isinstance(outlet, AssetAlias)):
+        if context["params"]["dry_run"]:
+            log.info("dry run: %s not announced", alias.name)
+            continue
+        asset = keyspace_asset(alias, keyspace)
+        context["outlet_events"][alias].add(asset, extra={"keyspace": keyspace, "run_id": context["run_id"]})
+        log.info("announced %s", asset.uri)
+    return summary
+
+
 def summarize_rebuilds(**context) -> dict:
     """The summary of independent rebuilds; fails (so the run shows failed) when any of them did not complete."""
     summary = summarize(**context)
@@ -148,7 +203,9 @@ def summarize_rebuilds(**context) -> dict:
     ]
     incomplete += sorted(step for step in first_steps if step not in summary)
     if incomplete:
-        raise RuntimeError(f"rebuilds that did not complete: {', '.join(incomplete)} (the others were applied)")
+        raise RuntimeError(
+            f"steps that did not complete: {', '.join(incomplete)} (the other branches ran to their end)"
+        )
     return summary
 
 
@@ -158,7 +215,6 @@ def _repair_dag(
     """What every repair DAG shares: off-peak schedule, one run at a time, the trigger form, the failure alert."""
     default_args = {
         "owner": "mail-platform",
-        "retries": 0,
         "on_failure_callback": ConsistencyAlert(f"{dag_id}: {alert_title}"),
         "execution_timeout": timedelta(hours=6),
     }
@@ -172,6 +228,7 @@ def _repair_dag(
         start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
         catchup=False,
         max_active_runs=1,
+        deadline=repair_window(),
         params={**repair_params(form_title), **(extra_params or {})},
         tags=["james", "consistency", *tags],
         default_args=default_args,
@@ -198,8 +255,9 @@ def consistency_dag(
     schedule=None,
     outlets=(),
 ):
-    """A repair DAG for one projection of the reconcile engine (`schedule` overrides the cron, e.g. an asset;
-    `outlets` are emitted by the final report when nothing failed)."""
+    """A repair DAG for one projection of the reconcile engine (`schedule` overrides the cron, e.g. an asset).
+    `outlets` are emitted by the final report, which runs only when nothing failed; for an AssetAlias outlet the
+    report emits the asset of the run's keyspace (`keyspace_asset`), and nothing on a dry run."""
     with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {target_title}, gated by Great Expectations",
@@ -209,14 +267,17 @@ def consistency_dag(
         tags=[target],
         alert_title="a check or repair failed",
     ) as dag:
-        check = ConsistencyJobOperator(task_id="check_before", target=target, mode="check", pool=HEAVY_POOL)
+        check = _spark_job(task_id="check_before", target=target, mode="check")
         decide = ShortCircuitOperator(
             task_id="anything_to_repair", python_callable=anything_to_repair, ignore_downstream_trigger_rules=False
         )
-        repair = ConsistencyJobOperator(task_id="repair", target=target, mode="repair", pool=HEAVY_POOL)
-        verify = ConsistencyJobOperator(task_id="verify_after", target=target, mode="verify", pool=HEAVY_POOL)
+        repair = _spark_job(task_id="repair", target=target, mode="repair")
+        verify = _spark_job(task_id="verify_after", target=target, mode="verify")
         report = PythonOperator(
-            task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED, outlets=list(outlets)
+            task_id="report",
+            python_callable=summarize_and_announce,
+            trigger_rule=TriggerRule.NONE_FAILED,
+            outlets=list(outlets),
         )
         check >> decide >> repair >> verify >> report
     return dag
@@ -227,20 +288,29 @@ def multi_target_consistency_dag(
     dag_id: str,
     targets: dict[str, str],
     title: str,
-    cron_variable: str,
-    default_cron: str,
     doc_md: str,
-    schedule=None,
+    cron_variable: str | None = None,
+    default_cron: str | None = None,
+    after: AssetAlias | None = None,
     priority_weight: int = 1,
 ):
-    """Several projections, each check -> short-circuit -> repair -> verify on its own branch (one failing does not
-    stop the others), then one report that fails the run if any branch failed. Task ids: check_<target>,
-    anything_to_repair_<target>, repair_<target>, verify_<target>, report."""
+    """Several independent projections, each check -> short-circuit -> repair -> verify on its own branch (one
+    failing does not stop the others), then one report that fails the run if any branch failed. Task ids:
+    check_<target>, anything_to_repair_<target>, repair_<target>, verify_<target>, report.
+
+    Scheduled off-peak by cron, or, with `after`, on the asset of the deployment's keyspace that a DAG emits through
+    that alias when it ended well on it (no cron: the DAG waits for it)."""
+    if after is not None:
+        schedule = [keyspace_asset(after, deployment_keyspace())]
+    elif cron_variable and default_cron:
+        schedule = schedule_from_environment(cron_variable, default_cron)
+    else:
+        raise ValueError(f"{dag_id}: give a cron (cron_variable and default_cron) or the alias to run after")
     with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {title}, gated by Great Expectations",
         doc_md=doc_md,
-        schedule=schedule or schedule_from_environment(cron_variable, default_cron),
+        schedule=schedule,
         form_title=title,
         tags=list(targets),
         alert_title="a check or repair failed",
@@ -248,17 +318,15 @@ def multi_target_consistency_dag(
     ) as dag:
         verifications = []
         for target, target_title in targets.items():
-            check = ConsistencyJobOperator(
-                task_id=f"check_{target}", target=target, mode="check", pool=HEAVY_POOL, doc_md=f"Check {target_title}"
-            )
+            check = _spark_job(task_id=f"check_{target}", target=target, mode="check", doc_md=f"Check {target_title}")
             decide = ShortCircuitOperator(
                 task_id=f"anything_to_repair_{target}",
                 python_callable=anything_to_repair,
                 op_kwargs={"check_step": f"check_{target}"},
                 ignore_downstream_trigger_rules=False,
             )
-            repair = ConsistencyJobOperator(task_id=f"repair_{target}", target=target, mode="repair", pool=HEAVY_POOL)
-            verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
+            repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair")
+            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify")
             check >> decide >> repair >> verify
             verifications.append(verify)
         verifications >> _branch_report()
@@ -291,10 +359,8 @@ def independent_repairs_dag(
     ) as dag:
         verifications = []
         for target, title in targets.items():
-            repair = ConsistencyJobOperator(
-                task_id=f"repair_{target}", target=target, mode="repair", pool=HEAVY_POOL, doc_md=f"Rebuild {title}"
-            )
-            verify = ConsistencyJobOperator(task_id=f"verify_{target}", target=target, mode="verify", pool=HEAVY_POOL)
+            repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair", doc_md=f"Rebuild {title}")
+            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify")
             repair >> verify
             verifications.append(verify)
         verifications >> _branch_report()

@@ -16,6 +16,7 @@ From other code (e.g. an approval request's notifier):
     send_alert(build_alert(context, "mailbox repair: approval needed", message="12 mailboxes ..."), context)
 """
 
+import asyncio
 import json
 import logging
 import os
@@ -36,10 +37,10 @@ log = logging.getLogger(__name__)
 SAMPLE_ROWS_IN_ALERT = 5
 # The reconcile job's exit codes (spark/james_consistency/engine/job.py).
 JOB_EXIT_CODES = {
-    2: "bad input (wrong keyspace, missing table, node unreachable)",
+    2: "bad input (wrong keyspace, missing table, malformed arguments)",
     3: "partial: some rows could not be repaired (listed in the report; a re-run converges)",
     4: "a Great Expectations gate failed",
-    5: "the run stopped on an infrastructure failure (the report names the stage; a re-run converges)",
+    5: "an infrastructure failure: no node answered, or it went away (the report names the stage; a re-run converges)",
 }
 
 
@@ -229,3 +230,23 @@ class ConsistencyAlert(BaseNotifier):
 
     def notify(self, context) -> None:
         send_alert(build_alert(context, self.title), context, self.channels)
+
+
+async def repair_window_overrun(context: dict, window_minutes: float) -> None:
+    """The Deadline callback of the scheduled repairs, run by the triggerer when a run is still going
+    `window_minutes` after it was queued: the night's off-peak window is over and James's traffic is coming back."""
+    run = context["dag_run"]
+    dag_id, run_id = run["dag_id"], run["run_id"]
+    alert = {
+        "title": f"{dag_id}: still running after its {window_minutes:g}-minute window",
+        "at": datetime.now(UTC).isoformat(),
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "task_id": None,
+        "reason": (
+            f"the run queued at {run.get('queued_at')} passed its deadline {context['deadline']['deadline_time']} "
+            "(JAMES_REPAIR_WINDOW_MINUTES); it goes on, in the off-peak pool, until it ends or is stopped"
+        ),
+        "run_url": run_url(dag_id, run_id),
+    }
+    await asyncio.to_thread(send_alert, alert)

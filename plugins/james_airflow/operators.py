@@ -5,11 +5,18 @@ host and port go to the connector's Spark conf, the username and password to the
 password is neither on the spark-submit command line nor in a rendered template.
 """
 
+import re
+
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from james_consistency.paths import JOBS_DIR
 
 from james_airflow.connections import cassandra_environment
 from james_airflow.runs import report_path
+
+# The job's exit code for an infrastructure failure (no node answered, or the node went away): the only one a retry
+# can cure. Wrong input (2), a partial repair (3) and a failed gate (4) would fail the same way again.
+TRANSIENT_EXIT_CODE = 5
 
 
 def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str]:
@@ -70,4 +77,16 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         self.env_vars = {**self._user_env, **environment}
         self.jars = ",".join(str(jar) for jar in spark_jars())
         self.application_args = job_arguments(self.target, self.mode, context["params"], str(report))
-        return super().execute(context)
+        try:
+            return super().execute(context)
+        except AirflowException as failure:
+            if exit_code(failure) == TRANSIENT_EXIT_CODE:
+                raise  # up for retry while retries are left
+            message = f"{failure} Not retried: only exit {TRANSIENT_EXIT_CODE} is transient."
+            raise AirflowFailException(message) from None
+
+
+def exit_code(failure: Exception) -> int | None:
+    """The spark-submit exit code in SparkSubmitHook's failure message ("... Error code is: 4.")."""
+    found = re.search(r"Error code is: (-?\d+)", str(failure))
+    return int(found.group(1)) if found else None

@@ -4,7 +4,7 @@ import argparse
 import json
 import sys
 
-from james_consistency.errors import OperatorError
+from james_consistency.errors import NodeUnreachable, OperatorError
 
 
 def _non_negative(text: str) -> int:
@@ -317,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
+    except NodeUnreachable as error:
+        print(f"james-consistency: error: {error}", file=sys.stderr)
+        return 5
     except OperatorError as error:
         print(f"james-consistency: error: {error}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.policies import RoundRobinPolicy
 from cassandra.query import named_tuple_factory
 
-from james_consistency.errors import OperatorError
+from james_consistency.errors import NodeUnreachable, OperatorError
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
                 f"Cassandra node at {settings.address} closed the connection: it may require client TLS; "
                 "set CASSANDRA_TLS_CA_FILE to the CA certificate (PEM) it uses"
             ) from None
-        raise OperatorError(
+        raise NodeUnreachable(
             f"Cassandra node at {settings.address} is unreachable ({_short(reason)}); "
             "start it with `james-consistency cassandra start` or check CASSANDRA_HOST/CASSANDRA_PORT"
         ) from None

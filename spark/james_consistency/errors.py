@@ -8,6 +8,11 @@ class OperatorError(Exception):
     """
 
 
+class NodeUnreachable(OperatorError):
+    """No Cassandra node answered (down, restarting, a network partition): an infrastructure failure that may pass,
+    so jobs exit 5 like a node lost mid-run and Airflow retries them, unlike wrong input (exit 2)."""
+
+
 class NotApplicable(Exception):
     """The repair target does not exist in this keyspace's James schema generation (e.g. aclv2 in James 3.5): there
     is nothing to check or repair, which is not an error."""

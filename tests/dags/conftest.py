@@ -20,7 +20,15 @@ def airflow_against_test_node(cassandra_node, monkeypatch, tmp_path):
 
 @pytest.fixture(scope="session")
 def dagbag():
+    """The DAG files parsed once for inspection; get_dag() parses them again on every call, so each dag.test() runs
+    a DAG object of its own. Airflow's task runner resolves a run's conf into the task's Param objects in place, so a
+    second dag.test() of the same object would start from the first run's form values (a dry run would stay a dry
+    run). Deployed tasks do not share objects: each runs in a fresh process."""
     from airflow.dag_processing.dagbag import DagBag
     from james_consistency.paths import PROJECT_ROOT
 
-    return DagBag(str(PROJECT_ROOT / "dags"))
+    class FreshDagBag(DagBag):
+        def get_dag(self, dag_id, *args, **kwargs):
+            return DagBag(str(PROJECT_ROOT / "dags")).get_dag(dag_id)
+
+    return FreshDagBag(str(PROJECT_ROOT / "dags"))

@@ -8,9 +8,15 @@ import sys
 from james_consistency.paths import PROJECT_ROOT
 
 DAGS_FOLDER = str(PROJECT_ROOT / "dags")
-REPAIR_DAGS = {"message_consistency", "index_rebuild"}
+REPAIR_DAGS = {"message_consistency", "acl_consistency", "index_rebuild"}  # on a cron
+SCHEDULED_DAGS = REPAIR_DAGS | {"counters_recompute"}  # counters_recompute runs on the message repair's asset
 HEAVY_POOL = "cassandra_heavy"
-DEPLOYMENT_VARIABLES = ("JAMES_REPAIR_TIMEZONE", "JAMES_MESSAGE_REPAIR_CRON", "JAMES_INDEX_REBUILD_CRON")
+DEPLOYMENT_VARIABLES = (
+    "JAMES_REPAIR_TIMEZONE",
+    "JAMES_MESSAGE_REPAIR_CRON",
+    "JAMES_INDEX_REBUILD_CRON",
+    "JAMES_REPAIR_WINDOW_MINUTES",
+)
 
 
 def is_heavy(task) -> bool:
@@ -81,8 +87,32 @@ def test_repair_dags_follow_the_rules(dagbag):
             assert task.execution_timeout, (dag_id, task.task_id)
 
 
+def test_a_night_overrunning_its_window_alerts_and_only_spark_jobs_are_retried(dagbag):
+    windows = parse_in_subprocess(
+        "import os\n"
+        f"for dag_id in {sorted(SCHEDULED_DAGS)!r}:\n"
+        "    (window,) = dagbag.get_dag(dag_id).deadline\n"
+        "    print('WINDOW', dag_id, type(window.reference).__name__, window.interval.total_seconds(),"
+        " window.callback.path, window.callback.kwargs)\n"
+        "os.environ['JAMES_REPAIR_WINDOW_MINUTES'] = '45'\n"
+        f"print('SET', DagBag({DAGS_FOLDER!r}).get_dag('acl_consistency').deadline[0].interval.total_seconds())\n"
+    )
+    callback = "james_airflow.notifiers.repair_window_overrun {'window_minutes': 180.0}"
+    assert sorted(line for line in windows if line.startswith("WINDOW")) == [
+        f"WINDOW {dag_id} DagRunQueuedAtDeadline 10800.0 {callback}" for dag_id in sorted(SCHEDULED_DAGS)
+    ]
+    assert "SET 2700.0" in windows
+    for dag_id in SCHEDULED_DAGS:
+        dag = dagbag.get_dag(dag_id)
+        for task in dag.tasks:
+            # Spark jobs retry (only their transient exit 5: the operator fails anything else at once); a failed
+            # report or decision would fail the same way again.
+            expected = (2, 2.0) if is_heavy(task) else (0, 0)
+            assert (task.retries, task.retry_exponential_backoff) == expected, (dag_id, task.task_id)
+
+
 def test_the_trigger_form_is_complete_and_its_defaults_are_valid(dagbag):
-    for dag_id in REPAIR_DAGS:
+    for dag_id in SCHEDULED_DAGS:
         dag = dagbag.get_dag(dag_id)
         assert set(dag.params) >= {
             "keyspace",

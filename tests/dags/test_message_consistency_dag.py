@@ -104,6 +104,8 @@ def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
     states = task_states(run)
     assert states["check_before"] == "failed"
     assert states["repair"] in ("upstream_failed", "None")
+    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check_before")
+    assert (check.try_number, check.max_tries) == (1, 2), "a failed gate is not transient: no retry"
     assert projection(cql, keyspace) == before
     assert write_times(cql, keyspace) == written_before
     alerts = airflow_against_test_node()
@@ -114,6 +116,33 @@ def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
     gate = alert["report"]["failed_gates"][0]
     assert gate["gate"] == "messages_truth_health"
     assert {failure["target"] for failure in gate["failed_expectations"]} == {"uid_below_1", "null_modseq"}
+
+
+def test_an_unreachable_node_is_retried_then_alerts_once(monkeypatch, airflow_against_test_node):
+    """Exit 5 (no node answered) is the one transient failure: retried with the deployment's settings, then failed
+    with one alert."""
+    import socket
+
+    from airflow.dag_processing.dagbag import DagBag
+    from james_consistency.paths import PROJECT_ROOT
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", f"cassandra://127.0.0.1:{closed_port}")
+    monkeypatch.setenv("JAMES_REPAIR_RETRIES", "1")
+    monkeypatch.setenv("JAMES_REPAIR_RETRY_DELAY_SECONDS", "1")
+    dag = DagBag(str(PROJECT_ROOT / "dags")).get_dag(DAG_ID)
+
+    started = time.perf_counter()
+    run = dag.test(run_conf={"keyspace": "any_keyspace"})
+    print(f"dag.test() unreachable-node run: {time.perf_counter() - started:.0f}s")
+
+    assert str(run.state) == "failed"
+    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check_before")
+    assert (str(check.state), check.try_number) == ("failed", 2)
+    alerts = airflow_against_test_node()
+    assert [alert["task_id"] for alert in alerts] == ["check_before"]
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
 """The spark-submit entry point of every repair: `spark/jobs/reconcile.py` calls `main()`.
 
-Exit codes: 0 COMPLETED, 2 bad input (wrong keyspace, missing table, node unreachable), 3 PARTIAL (some rows
+Exit codes: 0 COMPLETED, 2 bad input (wrong keyspace, missing table, malformed arguments), 3 PARTIAL (some rows
 failed; the report lists them; a re-run converges), 4 a Great Expectations gate failed (nothing written when it was
-a gate before the repair), 5 the run stopped on an infrastructure failure (e.g. the node went away during the
-scan; the report names the stage; a re-run converges).
+a gate before the repair), 5 an infrastructure failure: no node answered at start, or the node went away
+during the run (the report names the stage; a re-run converges). Only 5 is worth retrying.
 """
 
 import argparse
@@ -13,7 +13,7 @@ import os
 import sys
 
 from james_consistency.cql import CassandraSettings
-from james_consistency.errors import OperatorError
+from james_consistency.errors import NodeUnreachable, OperatorError
 
 EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
 
@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         report = failure.report
         code = EXIT_RUN_FAILED
         print(f"james-consistency: error: {report['error']}", file=sys.stderr)
+    except NodeUnreachable as error:
+        print(f"james-consistency: error: {error}", file=sys.stderr)
+        return EXIT_RUN_FAILED
     except OperatorError as error:
         print(f"james-consistency: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
