@@ -8,6 +8,6 @@ ruff check .
 ruff format --check .
 started=$(date +%s)
 status=0
-pytest "$@" || status=$?
+pytest --durations=25 "$@" || status=$?
 echo "test suite: $(( $(date +%s) - started ))s, pytest exit code $status"
 exit $status

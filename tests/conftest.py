@@ -8,6 +8,8 @@ from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
 
+# Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
+os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # Airflow 3.3.2's dag.test() cannot finish a successful run of a DAG that has a Deadline alert (it looks the alerts up
 # by their serialized form instead of their id: "'dict' object has no attribute 'hex'"); the scheduler can. DAG tests
 # therefore parse the repair DAGs without their window; test_dag_integrity checks the window as deployed.

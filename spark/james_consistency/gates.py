@@ -2,11 +2,13 @@
 
 Suites live as reviewable JSON in the repository's `expectations/` folder and are loaded into a file context under
 the git-ignored `.local/gx` (or JAMES_GX_ROOT) on each run; validation results (JSON) and Data Docs (HTML) are kept
-there, under `gx/uncommitted/`, where an operator finds them.
+there, under `gx/uncommitted/`, where an operator finds them: the newest JAMES_GX_RESULTS_KEPT (default 30) of each
+suite.
 """
 
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,6 +46,23 @@ class GateResult:
 
 
 _CONTEXTS: dict = {}
+# Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so an
+# unbounded history would make each night's gates slower than the last. The job reports keep every run's outcome.
+DEFAULT_RESULTS_KEPT = 30
+
+
+def prune_validation_results(root: Path, keep: int) -> int:
+    """Delete all but the newest `keep` validation results of each suite, with their Data Docs pages."""
+    uncommitted = root / "gx" / "uncommitted"
+    removed = 0
+    for suite in (uncommitted / "validations").glob("*"):
+        runs = sorted(suite.glob("*/*"), key=lambda run: run.name)  # <run name>/<UTC timestamp>
+        for run in runs[: max(len(runs) - keep, 0)]:
+            relative = run.relative_to(uncommitted / "validations")
+            shutil.rmtree(run, ignore_errors=True)
+            shutil.rmtree(uncommitted / "data_docs" / "local_site" / "validations" / relative, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def _context():
@@ -100,6 +119,7 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
         )
     )
+    prune_validation_results(gx_root(), int(os.environ.get("JAMES_GX_RESULTS_KEPT", DEFAULT_RESULTS_KEPT)) - 1)
     result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
     failures, evaluated = [], 0
     for validation in result.run_results.values():

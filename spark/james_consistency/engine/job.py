@@ -8,9 +8,11 @@ during the run (the report names the stage; a re-run converges). Only 5 is worth
 
 import argparse
 import dataclasses
+import importlib
 import logging
 import os
 import sys
+import threading
 
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import NodeUnreachable, OperatorError
@@ -55,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("great_expectations", "py4j", "cassandra"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    if not args.no_gates:
+        # Great Expectations takes seconds to import: let that happen while the Spark JVM starts and scans (a later
+        # import waits for this one to finish).
+        threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
 
     from pyspark.sql import SparkSession
 
