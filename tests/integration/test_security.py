@@ -75,29 +75,47 @@ def test_without_tls_or_credentials_the_error_says_what_is_missing(secure_settin
     assert "not-the-password" not in str(wrong.value)
 
 
-def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(secure_settings, tmp_path):
-    env = {
+def secure_environment(settings: CassandraSettings) -> dict[str, str]:
+    """What an operator exports to run the CLI against the secured node."""
+    return {
         **os.environ,
         "CASSANDRA_HOST": "127.0.0.1",
-        "CASSANDRA_PORT": str(secure_settings.port),
-        "CASSANDRA_USERNAME": secure_settings.username,
+        "CASSANDRA_PORT": str(settings.port),
+        "CASSANDRA_USERNAME": settings.username,
         "CASSANDRA_PASSWORD": PASSWORD,
-        "CASSANDRA_TLS_CA_FILE": secure_settings.tls_ca_file,
-        "CASSANDRA_TLS_TRUSTSTORE": secure_settings.tls_truststore,
-        "CASSANDRA_TLS_TRUSTSTORE_PASSWORD": secure_settings.tls_truststore_password,
+        "CASSANDRA_TLS_CA_FILE": settings.tls_ca_file,
+        "CASSANDRA_TLS_TRUSTSTORE": settings.tls_truststore,
+        "CASSANDRA_TLS_TRUSTSTORE_PASSWORD": settings.tls_truststore_password,
     }
+
+
+def run_cli(env: dict, *arguments: str) -> str:
+    """The CLI in its own process (its Spark session must not become this test session's)."""
+    command = [str(Path(sys.executable).with_name("james-consistency")), *arguments]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result.stdout + result.stderr
+
+
+def seed_broken(env: dict, keyspace: str) -> list[str]:
+    """40 messages, some missing from messageIdTable; the CLI's output."""
+    sizes = ["--users", "2", "--mailboxes-per-user", "2", "--messages-per-mailbox", "10"]
+    return [
+        run_cli(env, "seed", "--keyspace", keyspace, *sizes),
+        run_cli(env, "break", "--keyspace", keyspace, "--kind", "projection-missing", "--rate", "0.2"),
+    ]
+
+
+def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(secure_settings, tmp_path):
+    env = secure_environment(secure_settings)
     keyspace = "secure_" + secrets.token_hex(4)
-    cli = [str(Path(sys.executable).with_name("james-consistency"))]
-    outputs = []
+    outputs = seed_broken(env, keyspace)
 
     def run(*arguments):
-        result = subprocess.run(cli + list(arguments), env=env, capture_output=True, text=True, timeout=900)
-        outputs.append(result.stdout + result.stderr)
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        return result.stdout
+        output = run_cli(env, *arguments)
+        outputs.append(output)
+        return output
 
-    run("seed", "--keyspace", keyspace, "--users", "2", "--mailboxes-per-user", "2", "--messages-per-mailbox", "10")
-    run("break", "--keyspace", keyspace, "--kind", "projection-missing", "--rate", "0.2")
     report = tmp_path / "repair.json"
     out = run("repair", "messages", "--keyspace", keyspace, "--recheck-delay", "0", "--report", str(report))
 
@@ -115,3 +133,66 @@ def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(se
     for text in [*outputs, report.read_text()]:
         assert PASSWORD not in text
         assert secure_settings.tls_truststore_password not in text
+
+
+def test_a_dag_run_on_the_secured_node_shows_the_password_nowhere(secure_settings, tmp_path, monkeypatch, capfd):
+    """message_consistency through Airflow with the login and TLS of the cassandra_default connection: the repair
+    works, and neither password is in the task logs (spark-submit command line included), an XCom, a rendered
+    template field, a job report or the alert log."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from james_airflow.runs import run_folder
+    from james_consistency.paths import PROJECT_ROOT
+    from sqlalchemy import select
+
+    keyspace = "secure_dag_" + secrets.token_hex(4)
+    seed_broken(secure_environment(secure_settings), keyspace)
+    connection = {
+        "conn_type": "cassandra",
+        "host": "127.0.0.1",
+        "port": secure_settings.port,
+        "login": secure_settings.username,
+        "password": PASSWORD,
+        "extra": {
+            "tls_ca_file": secure_settings.tls_ca_file,
+            "tls_truststore": secure_settings.tls_truststore,
+            "tls_truststore_password": secure_settings.tls_truststore_password,
+        },
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", json.dumps(connection))
+    alerts = tmp_path / "alerts.jsonl"
+    monkeypatch.setenv("JAMES_ALERT_LOG", str(alerts))
+    capfd.readouterr()
+
+    run = (
+        DagBag(str(PROJECT_ROOT / "dags"))
+        .get_dag("message_consistency")
+        .test(run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0})
+    )
+
+    task_log = "".join(capfd.readouterr())
+    session = connect(secure_settings, keyspace)
+    try:
+        counts = [session.execute(f"SELECT count(*) FROM {keyspace}.{table}").one()[0] for table in TABLES]
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+        close(session)
+    assert str(run.state) == "success", task_log[-6000:]
+    assert counts == [40, 40], "the projection was repaired through the secured connection"
+    assert "Spark-Submit cmd: spark-submit" in task_log and "spark.cassandra.auth.username=james_repair" in task_log
+    with create_session() as db:
+        xcoms = db.scalars(select(XComModel.value).where(XComModel.run_id == run.run_id)).all()
+        rendered = db.scalars(
+            select(RenderedTaskInstanceFields.rendered_fields).where(RenderedTaskInstanceFields.run_id == run.run_id)
+        ).all()
+    assert xcoms and rendered
+    reports = [path.read_text() for path in run_folder("message_consistency", run.run_id).glob("*.json")]
+    assert len(reports) == 3  # check_before, repair, verify_after
+    shown = [task_log, *map(str, xcoms), *map(str, rendered), *reports, alerts.read_text() if alerts.exists() else ""]
+    for secret in (PASSWORD, secure_settings.tls_truststore_password):
+        assert not [text[:200] for text in shown if secret in text]
+
+
+TABLES = ("imapuidtable", "messageidtable")
