@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from james_consistency.schema import create_schema
+from support.dag_runs import announcements
 from support.messages import break_every_kind, insert, message, platform, projection, truth, write_times
 
 DAG_ID = "message_consistency"
@@ -83,6 +84,7 @@ def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_agai
     assert write_times(cql, keyspace) == before
     summary = report_xcom(run)
     assert summary["check_before"]["inconsistencies"] == found and set(summary) == {"check_before"}
+    assert announcements(keyspace) == [], "a dry run changes nothing: counters_recompute is not scheduled"
 
 
 def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
@@ -104,6 +106,8 @@ def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
     states = task_states(run)
     assert states["check_before"] == "failed"
     assert states["repair"] in ("upstream_failed", "None")
+    assert states["report"] in ("upstream_failed", "None")
+    assert announcements(keyspace) == [], "a failed night: counters_recompute is not scheduled"
     check = next(ti for ti in run.get_task_instances() if ti.task_id == "check_before")
     assert (check.try_number, check.max_tries) == (1, 2), "a failed gate is not transient: no retry"
     assert projection(cql, keyspace) == before

@@ -23,3 +23,18 @@ def report_summary(run, task_id: str = "report") -> dict | None:
             )
         )
     return None if value is None else XComModel.deserialize_value(SimpleNamespace(value=value))
+
+
+def announcements(keyspace) -> list[dict]:
+    """The asset events of the keyspace's messages_consistent asset in the metadata database."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.execute(
+            select(AssetEvent.source_dag_id, AssetEvent.source_task_id, AssetEvent.source_run_id, AssetEvent.extra)
+            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+            .where(AssetModel.uri == f"james://{keyspace}/messages_consistent")
+        ).all()
+    return [dict(row._mapping) for row in rows]
