@@ -18,5 +18,8 @@ lint: setup
 format: setup
 	@. scripts/env.sh && ruff check --fix . && ruff format .
 
+ui: setup
+	@. scripts/env.sh && james-consistency ui
+
 bench: setup
 	@. scripts/env.sh && james-consistency cassandra start && james-consistency bench messages --messages 1000000 --inconsistency-rate 0.01

@@ -15,8 +15,7 @@ notifier.
 
 import logging
 import os
-from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import timedelta
 
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
@@ -225,7 +224,8 @@ def _repair_dag(
         description=description,
         doc_md=doc_md,
         schedule=schedule,
-        start_date=datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC")),
+        # No start_date: a DAG deployed or unpaused after tonight's slot waits for the next one instead of starting
+        # the missed repair at once, in the middle of the day (CronTriggerTimetable's run_immediately=False).
         catchup=False,
         max_active_runs=1,
         deadline=repair_window(),

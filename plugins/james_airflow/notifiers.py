@@ -235,8 +235,8 @@ class ConsistencyAlert(BaseNotifier):
 async def repair_window_overrun(context: dict, window_minutes: float) -> None:
     """The Deadline callback of the scheduled repairs, run by the triggerer when a run is still going
     `window_minutes` after it was queued: the night's off-peak window is over and James's traffic is coming back."""
-    run = context["dag_run"]
-    dag_id, run_id = run["dag_id"], run["run_id"]
+    run = context["dag_run"]  # the REST API's DAG run: dag_run_id, queued_at, ...
+    dag_id, run_id = run["dag_id"], run["dag_run_id"]
     alert = {
         "title": f"{dag_id}: still running after its {window_minutes:g}-minute window",
         "at": datetime.now(UTC).isoformat(),

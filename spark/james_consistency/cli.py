@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keyspace", default="james_demo", help="the demo's own keyspace (dropped and re-seeded)")
     demo.set_defaults(handler=_demo)
 
+    ui = commands.add_parser("ui", help="serve the Airflow UI locally (airflow standalone) with the DAGs configured")
+    ui.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1")
+    ui.set_defaults(handler=_ui)
+
     bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James-style reference")
     bench.add_argument("target", choices=TARGETS, help="the repair to time (messages adds the James-style reference)")
     bench.add_argument("--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)")
@@ -227,6 +231,12 @@ def _demo(args) -> int:
     from james_consistency.demo import run_demo
 
     return run_demo(args.keyspace)
+
+
+def _ui(args) -> int:
+    from james_consistency.local_airflow import serve_ui
+
+    return serve_ui(args.port)
 
 
 def _bench(args) -> int:

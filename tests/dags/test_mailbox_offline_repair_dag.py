@@ -9,14 +9,12 @@ Run with an Airflow home of its own when another session uses the shared one, e.
 
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
+from james_consistency.local_airflow import Api, free_port
 from james_consistency.schema import create_schema
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths, write_times
 
@@ -27,44 +25,13 @@ OUTSIDER, OUTSIDER_PASSWORD = "admin", "admin-is-no-approver"
 OFFLINE = "ALL-SERVICES-ARE-OFFLINE"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Api:
-    """The Airflow REST API of a running api-server, as a logged-in user."""
-
-    def __init__(self, base: str):
-        self.base = base
-
-    def call(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
-        request = urllib.request.Request(
-            self.base + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"{}")
-
-    def login(self, user: str, password: str) -> str:
-        status, body = self.call("POST", "/auth/token", {"username": user, "password": password})
-        assert status in (200, 201), body
-        return body["access_token"]
-
-
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     """A real api-server on this Airflow home, with an approver and an admin who is not one."""
     folder = tmp_path_factory.mktemp("api")
     passwords = folder / "passwords.json"
     passwords.write_text(json.dumps({APPROVER: APPROVER_PASSWORD, OUTSIDER: OUTSIDER_PASSWORD}))
-    port = _free_port()
+    port = free_port()
     environment = {
         **os.environ,
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{APPROVER}:op,{OUTSIDER}:admin",
