@@ -5,14 +5,18 @@ the summary is the same each time.
 """
 
 import json
-import subprocess
-from pathlib import Path
+import os
+import time
+from urllib.parse import quote
 
 from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import REPORTS_DIR
+from james_consistency.engine.run import summary_line
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.schema import validate_keyspace_name
-from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+
+PASSWORDS_FILE = LOCAL_DIR / "airflow" / "passwords.json"
 
 # One partial-write failure of each family the repairs handle, on a small share of the rows.
 DEMO_FAULTS = (
@@ -62,19 +66,111 @@ def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: i
         manifest = inject(settings, keyspace=keyspace, kind=kind, rate=rate, random_seed=7, manifest_path=None)
         print(f"   {kind:<24} {manifest['count']:>4} rows  (manifest {manifest['path']})")
 
-    print("4. consistency check (dry run, Spark job through spark-submit):")
-    for target in ("messages",):
-        report_path = REPORTS_DIR / f"demo-{target}-check.json"
-        command = spark_submit_command(
-            JOBS_DIR / "reconcile.py",
-            ["--target", target, "--keyspace", keyspace, "--mode", "check", "--report", str(report_path)],
-            settings,
-        )
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode not in (0, 4) or not Path(report_path).exists():
-            print(result.stdout[-2000:], result.stderr[-4000:])
-            raise SystemExit(f"the {target} check failed (exit {result.returncode})")
-        report = json.loads(Path(report_path).read_text())
-        found = ", ".join(f"{kind} {count}" for kind, count in report["inconsistencies"].items())
-        print(f"   {target:<10} {report['status']}: {found} (report {report_path})")
-    return 0
+    return run_through_airflow(keyspace, node.native_port)
+
+
+# What the demo runs through Airflow, in this order: a dry run first, then each repair DAG once; counters_recompute
+# is not triggered: the message repair's asset schedules it, as it does every night.
+REPAIR_DAGS = ("message_consistency", "acl_consistency", "index_rebuild")
+SCHEDULED_BY_ASSET = "counters_recompute"
+OFFLINE_REPAIR = "mailbox_offline_repair"
+# The demo breaks far more rows than a real night finds (10 % of some indexes), above the 5 % safety threshold an
+# operator would keep; the demo's runs allow up to half of a projection to be rewritten.
+DEMO_RUN = {"recheck_delay_seconds": 0, "max_destructive_share": 0.5}
+
+
+def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
+    from james_consistency.local_airflow import airflow_standalone, local_logins
+
+    logins = local_logins(PASSWORDS_FILE)
+    log = LOCAL_DIR / "airflow" / "demo-standalone.log"
+    print(f"4. Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor) starting, log {log}")
+    environment = {
+        "AIRFLOW_CONN_CASSANDRA_DEFAULT": f"cassandra://127.0.0.1:{cassandra_port}",
+        "JAMES_KEYSPACE": keyspace,  # the keyspace whose message repair schedules counters_recompute
+    }
+    with airflow_standalone(log, logins, PASSWORDS_FILE, port=port, **environment) as api:
+        for dag_id in (*REPAIR_DAGS, SCHEDULED_BY_ASSET, OFFLINE_REPAIR):
+            api.wait_for_dag(dag_id)
+            api.set_paused(dag_id, False)
+        try:
+            print("5. a dry run of the message repair (writes nothing):")
+            _run_and_show(api, "message_consistency", {"keyspace": keyspace, "dry_run": True})
+            print("6. the repairs, one run of each DAG (their Spark jobs one at a time in the cassandra_heavy pool):")
+            failed = 0
+            for dag_id in REPAIR_DAGS:
+                failed += _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN}) != "success"
+            print(
+                f"   {SCHEDULED_BY_ASSET}: scheduled by the message repair's asset james://{keyspace}/messages_consistent"
+            )
+            counters_run = _asset_triggered_run(api, SCHEDULED_BY_ASSET)
+            if counters_run is None:
+                print("   (no asset-triggered run appeared: the message repair did not end well)")
+                failed += 1
+            else:
+                failed += _show_run(api, SCHEDULED_BY_ASSET, counters_run) != "success"
+            print("7. the offline mailbox repair: diagnosis, then it waits for a human")
+            run_id = api.trigger(OFFLINE_REPAIR, {"keyspace": keyspace})
+            waiting = _wait_for_approval(api, OFFLINE_REPAIR, run_id)
+            _print_reports(OFFLINE_REPAIR, run_id)
+            if waiting:
+                print(f"   waiting for approval: {api.base}/dags/{OFFLINE_REPAIR}/runs/{quote(run_id, safe='')}")
+                print("   nobody answers here; `make ui` serves the UI where the approver gives (or refuses) it")
+            else:
+                print(f"   {OFFLINE_REPAIR}: {api.run_state(OFFLINE_REPAIR, run_id)} without asking (nothing to do)")
+        finally:
+            for dag_id in (*REPAIR_DAGS, SCHEDULED_BY_ASSET):
+                api.set_paused(dag_id, True)
+    print(f"8. Airflow stopped. Reports: {REPORTS_DIR / 'airflow'}; logins for `make ui`: {PASSWORDS_FILE}")
+    return 1 if failed else 0
+
+
+def _run_and_show(api, dag_id: str, conf: dict) -> str:
+    return _show_run(api, dag_id, api.trigger(dag_id, conf))
+
+
+def _show_run(api, dag_id: str, run_id: str) -> str:
+    started = time.perf_counter()
+    state = api.wait_for_run(dag_id, run_id)
+    tasks = api.task_states(dag_id, run_id)
+    failed = sorted(task for task, task_state in tasks.items() if task_state == "failed")
+    print(f"   {dag_id} {run_id}: {state.upper()} in {time.perf_counter() - started:.0f}s")
+    if failed:
+        print(f"     failed tasks: {', '.join(failed)} (task logs under {os.environ.get('AIRFLOW_HOME')}/logs)")
+    _print_reports(dag_id, run_id)
+    return state
+
+
+def _print_reports(dag_id: str, run_id: str) -> None:
+    from james_airflow.runs import run_folder
+
+    for path in sorted(run_folder(dag_id, run_id).glob("*.json")):
+        report = json.loads(path.read_text())
+        if "target" in report:
+            line = summary_line(report)
+        else:
+            found = ", ".join(f"{kind} {count}" for kind, count in report.get("inconsistencies", {}).items())
+            line = f"{report.get('mode', '')} {report.get('status', '')}: {found}"
+        print(f"     {path.stem:<24} {line}")
+
+
+def _asset_triggered_run(api, dag_id: str, seconds: float = 180) -> str | None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        for run in api.runs(dag_id):
+            if run.get("run_type") == "asset_triggered":
+                return run["dag_run_id"]
+        time.sleep(3)
+    return None
+
+
+def _wait_for_approval(api, dag_id: str, run_id: str, seconds: float = 900) -> bool:
+    """True once the approval task awaits input; False if the run ended without asking."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if "awaiting_input" in api.task_states(dag_id, run_id).values():
+            return True
+        if api.run_state(dag_id, run_id) in ("success", "failed"):
+            return False
+        time.sleep(3)
+    raise OperatorError(f"{dag_id} neither asked for approval nor ended within {seconds:.0f}s")
