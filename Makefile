@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
 SHELL := /bin/bash
-.PHONY: setup run test lint format bench ui
+.PHONY: setup run test lint format bench ui traffic
 
 setup:
 	@scripts/setup.sh
@@ -23,3 +23,7 @@ ui: setup
 
 bench: setup
 	@. scripts/env.sh && james-consistency cassandra start && james-consistency bench messages --messages 1000000 --inconsistency-rate 0.01
+
+# The repairs under live traffic (a James-like writer process; about 3-4 minutes on 2 shared cores).
+traffic: setup
+	@. scripts/env.sh && pytest -s -q tests/integration/test_live_traffic.py

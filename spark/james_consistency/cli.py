@@ -86,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection_options(fault)
     fault.set_defaults(handler=_break)
 
+    traffic = commands.add_parser(
+        "traffic", help="a James-like writer (adds, flag changes, moves, deletes, ACL updates) with partial failures"
+    )
+    traffic.add_argument("--keyspace", required=True)
+    traffic.add_argument("--seconds", type=float, default=60.0, help="how long to write")
+    traffic.add_argument("--ops-per-second", type=float, default=25.0, help="operations per second (0 = as fast)")
+    traffic.add_argument("--partial-share", type=_rate, default=0.1, help="share of operations stopped after the truth")
+    traffic.add_argument("--log", required=True, help="JSON-lines log of every write and its intended final state")
+    traffic.add_argument("--random-seed", type=int, default=11)
+    _add_connection_options(traffic)
+    traffic.set_defaults(handler=_traffic)
+
     demo = commands.add_parser(
         "demo", help="the main job on the embedded default: local node, broken demo platform, consistency summary"
     )
@@ -237,6 +249,25 @@ def _ui(args) -> int:
     from james_consistency.local_airflow import serve_ui
 
     return serve_ui(args.port)
+
+
+def _traffic(args) -> int:
+    from james_consistency.schema import validate_keyspace_name
+    from james_consistency.traffic import TrafficOptions, run_writer
+
+    if args.seconds <= 0 or args.ops_per_second < 0:
+        raise OperatorError("--seconds must be above 0 and --ops-per-second 0 or more")
+    options = TrafficOptions(
+        keyspace=validate_keyspace_name(args.keyspace),
+        log_path=args.log,
+        partial_share=args.partial_share,
+        ops_per_second=args.ops_per_second,
+        seconds=args.seconds,
+        seed=args.random_seed,
+    )
+    counts = run_writer(_settings(args), options)
+    print(json.dumps({"log": args.log, **counts}))
+    return 0
 
 
 def _bench(args) -> int:

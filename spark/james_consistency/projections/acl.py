@@ -11,6 +11,7 @@ import json
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from james_consistency.engine.apply import ApplyContext
 from james_consistency.engine.live import prepared, with_retries
@@ -37,20 +38,39 @@ class MalformedTruth(Exception):
 
 
 def acl_state(truth: DataFrame, generation: str) -> DataFrame:
-    """(mailbox, entries map, problem) per mailbox of the truth; `problem` is null when the ACL was read."""
+    """(mailbox, entries map, problem) per mailbox of the truth; `problem` is null when the ACL was read.
+
+    Whether an ACL can be read is decided by `acl_problem`, the very parser the re-check uses: Spark's `from_json`
+    is lenient (a number, a list or null as rights, trailing garbage, single quotes all pass), and a mailbox the
+    scan read but the re-check cannot would reach the plan as deletions and fail row by row instead of being
+    reported and left alone. `from_json` only extracts the entries of the ACLs the parser accepted.
+    """
     if generation == "3.9":
         last = truth.groupBy("aggregateid").agg(F.max_by("event", "eventid").alias("event"))
         parsed = F.from_json(F.col("event"), EVENT_SCHEMA)
         entries = parsed["aclDiff"]["newAcl"]["entries"]
-        problem = (
-            F.when(parsed.isNull() | parsed["type"].isNull(), F.lit("unparsable ACL event JSON"))
-            .when(parsed["type"] != "acl-updated", F.concat(F.lit("unknown event type "), parsed["type"]))
-            .when(entries.isNull(), F.lit("ACL event without newAcl entries"))
+        return last.select(
+            F.col("aggregateid").alias("mailbox"),
+            entries.alias("entries"),
+            _problem_39(F.col("event")).alias("problem"),
         )
-        return last.select(F.col("aggregateid").alias("mailbox"), entries.alias("entries"), problem.alias("problem"))
     parsed = F.from_json(F.col("acl"), LEGACY_SCHEMA)
-    problem = F.when(parsed.isNull() | parsed["entries"].isNull(), F.lit("unparsable acl JSON"))
-    return truth.select(F.col("id").alias("mailbox"), parsed["entries"].alias("entries"), problem.alias("problem"))
+    return truth.select(
+        F.col("id").alias("mailbox"), parsed["entries"].alias("entries"), _problem_35(F.col("acl")).alias("problem")
+    )
+
+
+def acl_problem(text: str | None, generation: str) -> str | None:
+    """Why one ACL truth (event or legacy JSON) cannot be read, or None when `parse_acl` reads it."""
+    try:
+        parse_acl(text, generation)
+    except MalformedTruth as problem:
+        return str(problem)
+    return None
+
+
+_problem_39 = F.udf(lambda text: acl_problem(text, "3.9"), StringType())
+_problem_35 = F.udf(lambda text: acl_problem(text, "3.5"), StringType())
 
 
 def _entries(truth: DataFrame, generation: str) -> DataFrame:
@@ -78,18 +98,23 @@ def parse_acl(text: str | None, generation: str) -> dict[str, str]:
     """The entries of one mailbox's ACL truth; MalformedTruth when it cannot be read."""
     try:
         document = json.loads(text) if text is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):
         raise MalformedTruth("unparsable ACL JSON") from None
     if generation == "3.9":
         if not isinstance(document, dict) or document.get("type") != "acl-updated":
             kind = document.get("type") if isinstance(document, dict) else None
             raise MalformedTruth(f"unknown event type {kind}" if kind else "unparsable ACL event JSON")
-        entries = ((document.get("aclDiff") or {}).get("newAcl") or {}).get("entries")
+        entries = _member(_member(_member(document, "aclDiff"), "newAcl"), "entries")
     else:
         entries = document.get("entries") if isinstance(document, dict) else None
     if not isinstance(entries, dict) or not all(isinstance(v, str) for v in entries.values()):
         raise MalformedTruth("ACL without readable entries")
     return entries
+
+
+def _member(document, name: str):
+    """`document[name]` when `document` is a JSON object (hostile JSON puts lists and strings anywhere)."""
+    return document.get(name) if isinstance(document, dict) else None
 
 
 def live_entries(session, context: ApplyContext, generation: str, mailbox) -> dict[str, str]:

@@ -72,7 +72,10 @@ def live_truth_at(session, context: ApplyContext, mailbox, uid, message_ids_seen
         ).one()
     )
     message_ids = {to_cql_value(value, "timeuuid") for value in message_ids_seen if value is not None}
-    if current_projection is not None:
+    # A projection row may carry no messageId: James's flag update is an UPDATE of the flag columns, which creates a
+    # partial row where the row was missing (an add that failed after the truth write). Querying the truth with a
+    # null messageId is an invalid request: every re-check of that key failed, and the repair never converged.
+    if current_projection is not None and current_projection["messageid"] is not None:
         message_ids.add(current_projection["messageid"])
     select_truth = prepared(
         session,
