@@ -167,9 +167,10 @@ class OfflineApprovalOperator(ApprovalOperator):
 
 def approval_params() -> dict[str, Param]:
     return {
+        # Optional in the form (null allowed): a required field would keep Reject disabled until something is typed.
         CONFIRMATION_FIELD: Param(
-            "",
-            type="string",
+            None,
+            type=["null", "string"],
             title="Type ALL-SERVICES-ARE-OFFLINE",
             description_md=(
                 "The repair can cancel users' actions: approve only once James's SMTP, IMAP and JMAP are stopped, "
