@@ -23,6 +23,7 @@ from james_consistency.paths import LOCAL_DIR
 
 ADMIN, APPROVER = "admin", "approver"
 FINISHED = ("success", "failed")
+DATABASE_ERROR_ATTEMPTS = 5
 
 
 def free_port() -> int:
@@ -49,6 +50,15 @@ class Api:
         self.token: str | None = None
 
     def call(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
+        # On SQLite a write can lose the database lock to the scheduler ("Database error", HTTP 500): try again.
+        for attempt in range(DATABASE_ERROR_ATTEMPTS):
+            status, answer = self._call_once(method, path, body, token)
+            if status != 500 or "Database error" not in json.dumps(answer):
+                break
+            time.sleep(1 + attempt)
+        return status, answer
+
+    def _call_once(self, method: str, path: str, body: dict | None, token: str | None) -> tuple[int, dict]:
         token = token or self.token
         request = urllib.request.Request(
             self.base + path,
@@ -116,6 +126,19 @@ class Api:
                 raise OperatorError(f"{dag_id} run {run_id} still {state} after {seconds:.0f}s")
             time.sleep(3)
         return state
+
+    def end_unfinished_runs(self, dag_id: str) -> int:
+        """Marks the queued or running runs of a DAG failed (e.g. an approval nobody gave in an earlier session, which
+        would hold the DAG's only active run); returns how many."""
+        ended = 0
+        for run in self.runs(dag_id):
+            if run["state"] in ("queued", "running"):
+                path = f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}"
+                status, body = self.call("PATCH", path, {"state": "failed"})
+                if status != 200:
+                    raise OperatorError(f"could not end {dag_id} run {run['dag_run_id']}: HTTP {status} {body}")
+                ended += 1
+        return ended
 
     def runs(self, dag_id: str) -> list[dict]:
         return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after&limit=20")[1].get("dag_runs", [])
