@@ -28,6 +28,20 @@ if [ ! -f .local/jars/spark/spark-cassandra-connector_2.12-3.5.1.jar ]; then
   mvn --batch-mode --quiet package -f jars/spark/pom.xml
 fi
 
+# Debian's chromium and its WebDriver, for the end-to-end test of the Airflow UI (tests/dags/test_airflow_ui.py).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Debian's chromium and chromium-driver (apt)"
+    mkdir -p .local
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        chromium chromium-driver; } >.local/apt-chromium.log 2>&1 ||
+      { tail -20 .local/apt-chromium.log; exit 1; }
+  else
+    echo "setup: chromium and chromium-driver are missing; the UI test needs them:" \
+      "sudo apt-get install chromium chromium-driver"
+  fi
+fi
+
 if [ -x scripts/airflow-init.sh ]; then
   scripts/airflow-init.sh
 fi

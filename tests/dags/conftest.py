@@ -1,6 +1,7 @@
 """DAG tests run in the real Airflow (SQLite home set up by scripts/airflow-init.sh) against the test node."""
 
 import json
+import os
 
 import pytest
 
@@ -32,3 +33,18 @@ def dagbag():
             return DagBag(str(PROJECT_ROOT / "dags")).get_dag(dag_id)
 
     return FreshDagBag(str(PROJECT_ROOT / "dags"))
+
+
+@pytest.fixture
+def own_airflow_home(tmp_path) -> dict[str, str]:
+    """A metadata database of its own for a test that runs `airflow standalone`: no run left queued or awaiting
+    approval in the shared home (e.g. by an interrupted session) can hold the one-slot pool or the DAG's only active
+    run. Returns the environment that points Airflow at it."""
+    import subprocess
+
+    from james_consistency.paths import PROJECT_ROOT
+
+    home = tmp_path / "airflow-home"
+    environment = {**os.environ, "AIRFLOW_HOME": str(home)}
+    subprocess.run([str(PROJECT_ROOT / "scripts" / "airflow-init.sh")], env=environment, check=True)
+    return {"AIRFLOW_HOME": str(home)}

@@ -231,7 +231,6 @@ def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
 @pytest.mark.parametrize(
     "response",
     [
-        pytest.param(answer("Reject", OFFLINE), id="rejected"),
         pytest.param(answer("Approve", "all services are offline"), id="wrong-confirmation"),
         pytest.param(None, id="timeout-defaults-to-reject"),
     ],
