@@ -30,12 +30,13 @@ def seeded(cql, settings, spark, keyspace, generation):
 
 
 def truth_counters(cql, keyspace) -> dict:
-    """mailbox id -> (count, unseen) for every mailbox of the mailbox table, zero for an empty one."""
+    """mailbox id -> (count, unseen) for every mailbox of the mailbox table (zero for an empty one) and every mailbox
+    that has messages (its row may be lost)."""
     counts = {row.id: [0, 0] for row in cql.execute(f"SELECT id FROM {keyspace}.mailbox")}
     for row in cql.execute(f"SELECT mailboxid, flagseen FROM {keyspace}.imapuidtable"):
-        if row.mailboxid in counts:
-            counts[row.mailboxid][0] += 1
-            counts[row.mailboxid][1] += 0 if row.flagseen else 1
+        counts.setdefault(row.mailboxid, [0, 0])
+        counts[row.mailboxid][0] += 1
+        counts[row.mailboxid][1] += 0 if row.flagseen else 1
     return {mailbox: tuple(values) for mailbox, values in counts.items()}
 
 
@@ -49,8 +50,14 @@ def as_read(expected: dict) -> dict:
 
 
 def truth_usage(cql, keyspace, generation) -> dict:
-    """quota root -> (messages, octets) over the mailboxes each user owns, zero for a user with no message."""
+    """quota root -> (messages, octets) over the mailboxes each user owns (by the mailbox row, or by the path
+    registration of a mailbox whose row is lost), zero for a user with no message."""
+    path_table = "mailboxpathv3" if generation == "3.9" else "mailboxpathv2"
     owner = {
+        row.mailboxid: f"{row.namespace}&{row.user}"
+        for row in cql.execute(f"SELECT namespace, user, mailboxid FROM {keyspace}.{path_table}")
+    }
+    owner |= {
         row.id: f"{row.mailboxbase.namespace}&{row.mailboxbase.user}"
         for row in cql.execute(f"SELECT id, mailboxbase FROM {keyspace}.mailbox")
     }
@@ -97,6 +104,14 @@ def add_empty_mailbox_with_wrong_counters(cql, keyspace, generation, user) -> uu
     return mailbox
 
 
+def lose_a_mailbox_row(cql, keyspace) -> uuid.UUID:
+    """An orphan path: the mailbox row is gone, its path registration and its messages are still there (the offline
+    mailbox repair re-creates the row). Its counter and its owner's quota must still count its messages."""
+    mailbox = next(iter(cql.execute(f"SELECT mailboxid FROM {keyspace}.imapuidtable"))).mailboxid
+    cql.execute(f"DELETE FROM {keyspace}.mailbox WHERE id = %s", (mailbox,))
+    return mailbox
+
+
 @pytest.mark.parametrize("generation", ["3.9", "3.5"])
 def test_mailbox_counters_are_recomputed_from_the_truth(
     cql, cassandra_settings, spark, new_keyspace, tmp_path, generation
@@ -110,6 +125,7 @@ def test_mailbox_counters_are_recomputed_from_the_truth(
     emptied = add_empty_mailbox_with_wrong_counters(cql, keyspace, generation, user)
     gone = uuid_from_time(time.time())  # counters of a mailbox deleted since: removed
     cql.execute(f"UPDATE {keyspace}.mailboxcounters SET count = count + 5 WHERE mailboxid = %s", (gone,))
+    rowless = lose_a_mailbox_row(cql, keyspace)
     before = counters(cql, keyspace)
 
     check = execute(spark, cassandra_settings, RunOptions("counters", keyspace, mode="check"))
@@ -120,7 +136,7 @@ def test_mailbox_counters_are_recomputed_from_the_truth(
     repair = execute(spark, cassandra_settings, RunOptions("counters", keyspace, mode="repair", allow_destructive=True))
 
     expected = truth_counters(cql, keyspace)
-    assert expected[emptied] == (0, 0)
+    assert expected[emptied] == (0, 0) and expected[rowless][0] == 25
     assert counters(cql, keyspace) == as_read(expected) | {emptied: (0, 0)}
     assert repair["status"] == "COMPLETED"
     assert repair["processedMailboxes"] == len(expected) == 7
@@ -142,6 +158,7 @@ def test_quotas_are_recomputed_and_other_components_left_alone(
     )
     wrong_roots = {row["quotaRoot"] for row in broken["rows"]}
     assert wrong_roots
+    lose_a_mailbox_row(cql, keyspace)
     # A user with mailboxes but no message left, whose usage was never decremented.
     cql.execute(
         f"INSERT INTO {keyspace}.mailbox (id, mailboxbase, name, uidvalidity) "

@@ -1,6 +1,7 @@
 """mailboxCounters (messages and unseen messages per mailbox) and the users' current quotas (messages and octets per
 quota root: quotaCurrentValue's MAILBOX rows in James 3.9, currentQuota in 3.5), computed from the truth
-(imapUidTable, and the mailbox table for mailboxes with no message, which get zero).
+(imapUidTable; the mailbox table for mailboxes with no message, which get zero; the path registrations for the owner
+of a mailbox whose row is lost).
 
 Cassandra counters cannot be set, only incremented: a fix reads the counter, recounts the truth, reads the counter
 again and adds (expected - current), only if the counter did not move meanwhile (mail activity: reported, left for
@@ -175,8 +176,10 @@ def _read_messages(generation: str, read, size: bool) -> DataFrame:
 
 def mailbox_counters_projection(generation: str) -> ProjectionSpec:
     def read_truth(read) -> DataFrame:
+        # Full join: a mailbox whose row was lost (an orphan path, for the offline mailbox repair) still has messages,
+        # so its counter is recounted, not removed as a deleted mailbox's.
         mailboxes = read("mailbox", ("id",)).select(F.col("id").alias("mailboxid"))
-        return mailboxes.join(_read_messages(generation, read, size=False), on="mailboxid", how="left")
+        return mailboxes.join(_read_messages(generation, read, size=False), on="mailboxid", how="full")
 
     def derive(truth: DataFrame) -> DataFrame:
         return truth.groupBy("mailboxid").agg(
@@ -186,10 +189,10 @@ def mailbox_counters_projection(generation: str) -> ProjectionSpec:
 
     def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
         mailbox = key["mailboxid"]
-        exists = prepared(session, f"SELECT id FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency)
-        if with_retries(lambda: session.execute(exists, [mailbox]).one()) is None:
-            return None
         rows = live_messages(session, context, generation, {mailbox}, _hinted(candidate, "messageid", "timeuuid"))
+        exists = prepared(session, f"SELECT id FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency)
+        if not rows and with_retries(lambda: session.execute(exists, [mailbox]).one()) is None:
+            return None  # deleted: no mailbox row and no message
         unseen = sum(1 for row in rows if not row["flagseen"])
         return {"mailboxid": mailbox, "count": len(rows), "unseen": unseen}
 
@@ -232,7 +235,8 @@ def quota_root(namespace, user) -> str:
 
 def live_usage(session, context: ApplyContext, generation: str, root: str, candidate) -> tuple[int, int]:
     """(messages, octets) of a quota root now: its mailboxes are the ones its path registrations list and the ones
-    the scan saw, each checked to still belong to the user; their messages as in `live_messages`."""
+    the scan saw, each checked to still belong to the user (by its mailbox row, or, for a mailbox whose row is lost,
+    by its path registration); their messages as in `live_messages`."""
     namespace, _, user = root.partition("&")
     path_table = "mailboxpathv3" if generation == "3.9" else "mailboxpathv2"
     paths = prepared(
@@ -240,27 +244,36 @@ def live_usage(session, context: ApplyContext, generation: str, root: str, candi
         f"SELECT mailboxid FROM {context.keyspace}.{path_table} WHERE namespace = ? AND user = ?",
         context.truth_consistency,
     )
-    mailboxes = _hinted(candidate, "mailboxid", "timeuuid")
-    mailboxes |= {row["mailboxid"] for row in with_retries(lambda: list(session.execute(paths, [namespace, user])))}
+    registered = {row["mailboxid"] for row in with_retries(lambda: list(session.execute(paths, [namespace, user])))}
+    mailboxes = _hinted(candidate, "mailboxid", "timeuuid") | registered
     owner = prepared(
         session, f"SELECT id, mailboxbase FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency
     )
+    rows = {row["id"]: row for row in _rows(session, owner, [(mailbox,) for mailbox in mailboxes])}
     owned = {
-        row["id"]
-        for row in _rows(session, owner, [(mailbox,) for mailbox in mailboxes])
+        mailbox
+        for mailbox, row in rows.items()
         if row["mailboxbase"] is not None and quota_root(row["mailboxbase"].namespace, row["mailboxbase"].user) == root
-    }
+    } | (registered - rows.keys())
     rows = live_messages(session, context, generation, owned, _hinted(candidate, "messageid", "timeuuid"))
     return len(rows), sum(int(row["fullcontentoctets"] or 0) for row in rows)
 
 
 def quota_projection(generation: str) -> ProjectionSpec:
+    path_table = "mailboxPathV3" if generation == "3.9" else "mailboxPathV2"
+
     def read_truth(read) -> DataFrame:
-        mailboxes = read("mailbox", ("id", "mailboxbase")).select(
+        owners = read("mailbox", ("id", "mailboxbase")).select(
             F.col("id").alias("mailboxid"),
             F.concat_ws("&", "mailboxbase.namespace", "mailboxbase.user").alias("quotaroot"),
         )
-        return mailboxes.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
+        # A mailbox whose row was lost (an orphan path) still holds the user's messages: its path registration names
+        # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it).
+        registered = read(path_table, ("namespace", "user", "mailboxid")).select(
+            "mailboxid", F.concat_ws("&", "namespace", "user").alias("quotaroot")
+        )
+        owners = owners.unionByName(registered.join(owners, on="mailboxid", how="left_anti").distinct())
+        return owners.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
 
     def usage(truth: DataFrame) -> DataFrame:
         return truth.groupBy("quotaroot").agg(
@@ -281,8 +294,7 @@ def quota_projection(generation: str) -> ProjectionSpec:
     common = dict(
         name="quotas",
         truth_table="imapUidTable",
-        extra_truth_tables=("mailbox", "mailboxPathV3" if generation == "3.9" else "mailboxPathV2")
-        + (() if generation == "3.9" else ("messageV2",)),
+        extra_truth_tables=("mailbox", path_table) + (() if generation == "3.9" else ("messageV2",)),
         read_truth=read_truth,
         report_names=REPORT_NAMES,
         hint_columns=("messageid", "mailboxid"),
