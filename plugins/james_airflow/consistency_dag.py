@@ -115,7 +115,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
             section="Repair",
         ),
         "max_destructive_share": Param(
-            0.05,
+            float(deployment_setting("JAMES_MAX_DESTRUCTIVE_SHARE", "0.05")),
             type="number",
             minimum=0,
             maximum=1,

@@ -177,3 +177,17 @@ def test_schedule_and_timezone_come_from_the_environment_or_airflow_variables():
         "15 3 * * 6 America/New_York",
         "0 4 * * 0 UTC",
     ]
+
+
+def test_the_safety_threshold_of_scheduled_runs_is_a_deployment_setting():
+    """A scheduled or asset-triggered run takes the form's defaults: the threshold comes from the environment."""
+    shown = parse_in_subprocess(
+        "import os\n"
+        "for value in (None, '0.2'):\n"
+        "    if value: os.environ['JAMES_MAX_DESTRUCTIVE_SHARE'] = value\n"
+        f"    bag = DagBag({DAGS_FOLDER!r})\n"
+        "    print('SHARE', sorted({bag.get_dag(d).params['max_destructive_share'] for d in "
+        "('message_consistency', 'counters_recompute', 'acl_consistency', 'index_rebuild')}))\n"
+    )
+
+    assert [line for line in shown if line.startswith("SHARE ")] == ["SHARE [0.05]", "SHARE [0.2]"]
