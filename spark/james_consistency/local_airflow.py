@@ -112,8 +112,11 @@ class Api:
             raise OperatorError(f"could not trigger {dag_id}: HTTP {status} {run}")
         return run["dag_run_id"]
 
+    def run(self, dag_id: str, run_id: str) -> dict:
+        return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")[1]
+
     def run_state(self, dag_id: str, run_id: str) -> str | None:
-        return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")[1].get("state")
+        return self.run(dag_id, run_id).get("state")
 
     def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
         _, listing = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")
