@@ -263,16 +263,21 @@ def quota_projection(generation: str) -> ProjectionSpec:
     path_table = "mailboxPathV3" if generation == "3.9" else "mailboxPathV2"
 
     def read_truth(read) -> DataFrame:
-        owners = read("mailbox", ("id", "mailboxbase")).select(
+        by_row = read("mailbox", ("id", "mailboxbase")).select(
             F.col("id").alias("mailboxid"),
-            F.concat_ws("&", "mailboxbase.namespace", "mailboxbase.user").alias("quotaroot"),
+            F.concat_ws("&", "mailboxbase.namespace", "mailboxbase.user").alias("row_root"),
         )
         # A mailbox whose row was lost (an orphan path) still holds the user's messages: its path registration names
-        # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it).
-        registered = read(path_table, ("namespace", "user", "mailboxid")).select(
-            "mailboxid", F.concat_ws("&", "namespace", "user").alias("quotaroot")
+        # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it). The row wins when
+        # there is one; distinct: a mailbox registered under two paths counts once.
+        by_path = read(path_table, ("namespace", "user", "mailboxid")).select(
+            "mailboxid", F.concat_ws("&", "namespace", "user").alias("path_root")
         )
-        owners = owners.unionByName(registered.join(owners, on="mailboxid", how="left_anti").distinct())
+        owners = (
+            by_row.join(by_path, on="mailboxid", how="full")
+            .select("mailboxid", F.coalesce("row_root", "path_root").alias("quotaroot"))
+            .distinct()
+        )
         return owners.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
 
     def usage(truth: DataFrame) -> DataFrame:
