@@ -1,13 +1,42 @@
 """Spark with the Spark Cassandra Connector: an in-process session for tools, a spark-submit command for jobs."""
 
+import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
 from james_consistency.cql import CassandraSettings
+from james_consistency.errors import OperatorError
 from james_consistency.paths import JOBS_DIR, LOG4J_CONFIG, spark_jars  # noqa: F401 (JOBS_DIR re-exported)
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
+
+
+def use_this_interpreter() -> None:
+    """Point Spark at the interpreter and pyspark this code runs from, so a command run by its path (cron, systemd,
+    another tool) works without `scripts/env.sh`: spark-submit otherwise looks for SPARK_HOME and the driver's Python
+    with whatever `python3` the caller's PATH has. Values the caller set are kept."""
+    os.environ.setdefault("SPARK_HOME", str(Path(importlib.util.find_spec("pyspark").origin).parent))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if os.environ.get("SPARK_MASTER", "local").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+
+def require_java() -> str:
+    """The java Spark will start (JAVA_HOME's, else the PATH's), or an error that names what is missing."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = Path(java_home) / "bin" / "java"
+        if not os.access(java, os.X_OK):
+            raise OperatorError(f"no Java runtime: JAVA_HOME is {java_home} but {java} is not an executable")
+        return str(java)
+    java = shutil.which("java")
+    if java is None:
+        raise OperatorError("no Java runtime: java is not on PATH and JAVA_HOME is not set (Spark needs Java 17)")
+    return java
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:
@@ -48,7 +77,8 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
     """An in-process SparkSession (local[*] unless SPARK_MASTER says otherwise) with the connector jars."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    use_this_interpreter()
+    require_java()
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
@@ -69,6 +99,8 @@ def spark_submit_command(
     entry_point: Path, arguments: list[str], settings: CassandraSettings, master: str | None = None
 ) -> list[str]:
     """The spark-submit command line of the virtualenv's Spark, with the connector jars shipped by --jars."""
+    use_this_interpreter()
+    require_java()
     spark_submit = Path(sys.executable).with_name("spark-submit")
     command = [
         str(spark_submit),

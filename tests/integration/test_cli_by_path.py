@@ -1,0 +1,87 @@
+"""The command line run by its path, as cron, systemd or another tool runs it: no `scripts/env.sh`, no virtualenv on
+PATH, an unrelated working folder, and nothing project-specific in the environment."""
+
+import json
+import subprocess
+
+from james_consistency.faults import inject
+from james_consistency.paths import PROJECT_ROOT
+from james_consistency.schema import create_schema
+from james_consistency.seed import seed_platform
+
+CLI = PROJECT_ROOT / ".venv" / "bin" / "james-consistency"
+
+
+def run_by_path(tmp_path, *arguments, **environment):
+    """`env -i HOME=... PATH=/usr/bin:/bin <repo>/.venv/bin/james-consistency ...` from a temporary folder."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    variables = [f"{key}={value}" for key, value in {"HOME": home, "PATH": "/usr/bin:/bin", **environment}.items()]
+    return subprocess.run(
+        ["/usr/bin/env", "-i", *variables, str(CLI), *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_check_by_path_with_a_minimal_environment(cassandra_settings, new_keyspace, tmp_path):
+    keyspace = new_keyspace("bypath")
+    seed_platform(cassandra_settings, keyspace=keyspace, users=2, mailboxes_per_user=2, messages_per_mailbox=5)
+    broken = inject(
+        cassandra_settings,
+        keyspace=keyspace,
+        kind="projection-missing",
+        rate=0.2,
+        manifest_path=str(tmp_path / "manifest.json"),
+    )
+    report_path = tmp_path / "report.json"
+
+    result = run_by_path(
+        tmp_path, "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port),
+        "--report", str(report_path),
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "COMPLETED"
+    assert report["processedImapUidEntries"] == 20
+    assert report["processedMessageIdEntries"] == 20 - broken["count"]
+    assert report["inconsistencies"] == {"missing": broken["count"], "outdated": 0, "orphan": 0}
+    assert f"found missing {broken['count']}, outdated 0, orphan 0" in result.stdout
+
+
+def test_missing_java_is_named_in_one_line(cql, cassandra_settings, new_keyspace, tmp_path):
+    keyspace = new_keyspace("nojava")
+    create_schema(cql, keyspace, "3.9")
+    no_java = tmp_path / "bin"
+    no_java.mkdir()
+
+    result = run_by_path(
+        tmp_path, "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port),
+        PATH=no_java,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "james-consistency: error: no Java runtime: java is not on PATH and JAVA_HOME is not set (Spark needs Java 17)"
+    ]
+
+
+def test_missing_connector_jars_are_named_in_one_line(cql, cassandra_settings, new_keyspace, tmp_path):
+    keyspace = new_keyspace("nojars")
+    create_schema(cql, keyspace, "3.9")
+    empty_local = tmp_path / "local"
+    empty_local.mkdir()
+
+    result = run_by_path(
+        tmp_path, "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port),
+        JAMES_CONSISTENCY_LOCAL_DIR=empty_local,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"james-consistency: error: no Spark Cassandra Connector jars in {empty_local}/jars/spark")
