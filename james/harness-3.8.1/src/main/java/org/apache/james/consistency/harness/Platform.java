@@ -12,6 +12,8 @@ import org.apache.james.backends.cassandra.init.KeyspaceFactory;
 import org.apache.james.backends.cassandra.init.SessionWithInitializedTablesFactory;
 import org.apache.james.backends.cassandra.init.configuration.CassandraConfiguration;
 import org.apache.james.backends.cassandra.init.configuration.KeyspaceConfiguration;
+import org.apache.james.backends.cassandra.versions.CassandraSchemaVersionDAO;
+import org.apache.james.backends.cassandra.versions.CassandraSchemaVersionManager;
 import org.apache.james.backends.cassandra.versions.CassandraSchemaVersionModule;
 import org.apache.james.blob.api.BlobId;
 import org.apache.james.blob.api.BlobStore;
@@ -150,6 +152,12 @@ public class Platform implements AutoCloseable {
         TestingSession session = new Cassandra5Session(builder(host, port).withKeyspace(keyspace).build());
         // James's own table creation (CassandraTableManager / CassandraTypesCreator), then the schema version.
         new SessionWithInitializedTablesFactory(session, MODULES);
+        // That factory records the schema version only when it created every table itself; the tables here are
+        // James 3.8.1's latest, so a keyspace without a version (e.g. a creation interrupted earlier) is at the max.
+        CassandraSchemaVersionDAO versions = new CassandraSchemaVersionDAO(session);
+        if (versions.getCurrentSchemaVersion().block().isEmpty()) {
+            versions.updateVersion(CassandraSchemaVersionManager.MAX_VERSION).block();
+        }
         return new Platform(keyspace, session);
     }
 
