@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 
 from james_consistency.errors import NodeUnreachable, OperatorError
@@ -118,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection_options(bench)
     bench.set_defaults(handler=_bench)
 
+    _add_james_command(commands)
+
     from james_consistency.history import add_history_command
 
     add_history_command(commands)  # history [--target T] [--since DATE] [--plot FILE.png]
@@ -131,6 +134,74 @@ def build_parser() -> argparse.ArgumentParser:
         _add_job_options(job, mode)
         job.set_defaults(handler=_job, mode=mode)
     return parser
+
+
+def _add_james_command(commands) -> None:
+    """`james schema|seed|break|solve`: James's own code (the harness jars) as writer, fault injector and oracle."""
+    from james_consistency.james_harness import DEFAULT_VERSION, VERSIONS
+
+    james = commands.add_parser("james", help="James's own code writes, breaks and solves (harness jars, one JVM each)")
+    actions = james.add_subparsers(dest="james_command", required=True)
+
+    def action(name: str, help_text: str, keyspace_required: bool = True) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=help_text)
+        parser.add_argument("--keyspace", required=keyspace_required)
+        parser.add_argument("--james", choices=VERSIONS, default=DEFAULT_VERSION, help="James version of the harness")
+        _add_connection_options(parser)
+        parser.set_defaults(handler=_james)
+        return parser
+
+    schema = action("schema", "the keyspace with James's own tables (its CassandraModules)")
+    schema.add_argument("--replication-factor", type=_non_negative, default=1)
+    seed = action("seed", "a platform written through James's mailbox manager, mappers and DAOs")
+    seed.add_argument("--users", type=_non_negative, required=True)
+    seed.add_argument("--mailboxes-per-user", type=_non_negative, required=True)
+    seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
+    seed.add_argument("--random-seed", type=int, default=42)
+    fault = action("break", "James's write paths with one statement failed (TestingSession + Scenario)", False)
+    fault.add_argument("--kind", help="fault kind (--list shows them)")
+    fault.add_argument("--list", action="store_true", help="print the kinds of that James version")
+    fault.add_argument("--rate", type=_rate, default=0.1, help="share of the operations hit, 0..1")
+    fault.add_argument("--operations", type=_non_negative, help="operations to run (default: one per mailbox/message)")
+    fault.add_argument("--random-seed", type=int, default=42)
+    fault.add_argument("--manifest", help="JSON manifest (default: .local/faults/<keyspace>-james<V>-<kind>.json)")
+    solve = action("solve", "James's own repair task, run to completion; its report as JSON")
+    solve.add_argument("target", choices=["messages", "mailboxes", "counters", "quotas"])
+    solve.add_argument("--messages-per-second", type=_non_negative, help="James's rate limit (messages; default 100)")
+    solve.add_argument("--users-per-second", type=_non_negative, help="James's rate limit (quotas; default 1)")
+
+
+def _james(args) -> int:
+    from james_consistency import james_harness
+    from james_consistency.paths import LOCAL_DIR
+
+    command = args.james_command
+    arguments = [] if args.keyspace is None else ["--keyspace", args.keyspace]
+    if command == "schema":
+        arguments += ["--replication-factor", str(args.replication_factor)]
+    elif command == "seed":
+        arguments += ["--users", str(args.users), "--mailboxes-per-user", str(args.mailboxes_per_user)]
+        arguments += ["--messages-per-mailbox", str(args.messages_per_mailbox), "--random-seed", str(args.random_seed)]
+    elif command == "break" and args.list:
+        arguments = ["--list", "--keyspace", args.keyspace or "unused"]
+    elif command == "break":
+        if not args.kind or not args.keyspace:
+            raise OperatorError("james break needs --keyspace and --kind (or --list)")
+        manifest = args.manifest or str(LOCAL_DIR / "faults" / f"{args.keyspace}-james{args.james}-{args.kind}.json")
+        os.makedirs(os.path.dirname(os.path.abspath(manifest)), exist_ok=True)
+        arguments += ["--kind", args.kind, "--rate", str(args.rate), "--random-seed", str(args.random_seed)]
+        arguments += ["--manifest", os.path.abspath(manifest)]
+        if args.operations is not None:
+            arguments += ["--operations", str(args.operations)]
+    else:
+        arguments = [args.target, *arguments]
+        rates = (("--messages-per-second", args.messages_per_second), ("--users-per-second", args.users_per_second))
+        for option, value in rates:
+            if value is not None:
+                arguments += [option, str(value)]
+    result = james_harness.run(args.james, command, arguments, _settings(args))
+    print(json.dumps(result, indent=2))
+    return 0
 
 
 def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
