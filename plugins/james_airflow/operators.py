@@ -5,6 +5,7 @@ host and port go to the connector's Spark conf, the username and password to the
 password is neither on the spark-submit command line nor in a rendered template.
 """
 
+import os
 import re
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -74,7 +75,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
             **self._user_conf,
         }
-        self.env_vars = {**self._user_env, **environment}
+        self.env_vars = {**metrics_environment(), **self._user_env, **environment}
         self.jars = ",".join(str(jar) for jar in spark_jars())
         self.application_args = job_arguments(self.target, self.mode, context["params"], str(report))
         try:
@@ -84,6 +85,21 @@ class ConsistencyJobOperator(SparkSubmitOperator):
                 raise  # up for retry while retries are left
             message = f"{failure} Not retried: only exit {TRANSIENT_EXIT_CODE} is transient."
             raise AirflowFailException(message) from None
+
+
+def metrics_environment() -> dict[str, str]:
+    """Airflow's [metrics] settings as the job reads them (AIRFLOW__METRICS__*), so it sends its figures where
+    Airflow sends its own; a variable already in the task's environment reaches the job as it is."""
+    from airflow.sdk.configuration import conf
+    from james_consistency.metrics import ENV_PREFIX, SETTINGS
+
+    environment = {}
+    for name in SETTINGS:
+        variable = ENV_PREFIX + name.upper()
+        value = conf.get("metrics", name, fallback=None)
+        if variable not in os.environ and value is not None:
+            environment[variable] = str(value)
+    return environment
 
 
 def exit_code(failure: Exception) -> int | None:

@@ -45,7 +45,7 @@ def test_check_by_path_with_a_minimal_environment(cassandra_settings, new_keyspa
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
     report = json.loads(report_path.read_text())
     assert report["status"] == "COMPLETED"
     assert report["processedImapUidEntries"] == 20

@@ -16,6 +16,7 @@ import threading
 
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import NodeUnreachable, OperatorError
+from james_consistency.metrics import emit as emit_metrics
 
 EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
 
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
     path = write_report(report, args.report)
+    emit_metrics(report)  # to StatsD / OpenTelemetry when Airflow's [metrics] settings say so (never fails the job)
     print(summary_line(report))
     for gate in report.get("gates", []):
         if not gate["success"]:
