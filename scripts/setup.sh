@@ -28,6 +28,20 @@ if [ ! -f .local/jars/spark/spark-cassandra-connector_2.12-3.5.1.jar ]; then
   mvn --batch-mode --quiet package -f jars/spark/pom.xml
 fi
 
+# The James harnesses (james/harness-<V>/): James's own code as writer, fault injector and oracle
+# (`james-consistency james ...`). Rebuilt when a file of the harness folder (target/ aside) is newer than its jar.
+for pom in james/harness-*/pom.xml; do
+  [ -f "$pom" ] || continue
+  folder="$(dirname "$pom")"
+  version="${folder##*/harness-}"
+  built=".local/jars/james-$version"
+  if [ ! -f "$built/james-harness.jar" ] || [ ! -f "$built/classpath.txt" ] ||
+    [ -n "$(find "$folder" -path "$folder/target" -prune -o -type f -newer "$built/james-harness.jar" -print -quit)" ]; then
+    echo "setup: building the James $version harness (Maven Central)"
+    mvn --batch-mode --quiet package -f "$pom"
+  fi
+done
+
 # Debian's chromium and its WebDriver, for the end-to-end test of the Airflow UI (tests/dags/test_airflow_ui.py).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
