@@ -197,3 +197,31 @@ def test_wrong_input_is_one_line(cassandra_settings):
         pytest.skip("the James 3.8.1 harness is not built (make setup builds james/harness-3.8.1)")
     with pytest.raises(james_harness.OperatorError, match="unknown kind nope"):
         james_harness.run("3.8.1", "break", ["--keyspace", "k", "--kind", "nope", "--rate", "0.1"], cassandra_settings)
+
+
+def test_james_381_break_usermailboxacl_leaves_the_grant_in_the_events_only(cql, cassandra_settings, new_keyspace):
+    if not james_harness.is_built("3.8.1"):
+        pytest.skip("the James 3.8.1 harness is not built (make setup builds james/harness-3.8.1)")
+    keyspace = new_keyspace("jacl")
+    seed(cassandra_settings, "3.8.1", keyspace)
+
+    result = james_harness.run(
+        "3.8.1", "break", ["--keyspace", keyspace, "--kind", "UserMailboxACL", "--rate", "0.5"], cassandra_settings
+    )
+
+    broken = {(entry["user"], entry["mailboxId"]) for entry in result["inconsistencies"]}
+    assert broken and result["failed"] == len(broken)
+    latest = {}
+    for row in cql.execute(f"SELECT aggregateid, eventid, event FROM {keyspace}.eventstore"):
+        event = json.loads(row.event)
+        if event["type"] == "acl-updated" and row.eventid >= latest.get(row.aggregateid, (-1, None))[0]:
+            latest[row.aggregateid] = (row.eventid, event["aclDiff"]["newAcl"]["entries"])
+    projected = {(row.username, str(row.mailboxid)) for row in cql.execute(f"SELECT * FROM {keyspace}.usermailboxacl")}
+    aclv2 = {(row.key, str(row.id)) for row in cql.execute(f"SELECT id, key FROM {keyspace}.aclv2")}
+    for user, mailbox in broken:
+        assert latest[mailbox][1][user] == "lr"
+        assert (user, mailbox) in aclv2
+        assert (user, mailbox) not in projected
+    # Every other grant of the run reached UserMailboxACL.
+    guests = {(user, mailbox) for mailbox, (_, acl) in latest.items() for user in acl if user.startswith("guest")}
+    assert guests - projected == broken
