@@ -104,7 +104,7 @@ public class BreakCommand {
             throw new BadInput("--rate must be between 0 and 1, got " + rate);
         }
         Random random = new Random(arguments.integer("random-seed", 42));
-        try (Platform platform = Platform.connect(arguments)) {
+        try (Platform platform = Platform.connectExisting(arguments)) {
             Breaker breaker = new Breaker(platform, kind, random);
             List<Runnable> operations = breaker.operations(arguments.integer("operations", -1));
             int hits = rate == 0 ? 0 : Math.max(1, (int) Math.round(rate * operations.size()));

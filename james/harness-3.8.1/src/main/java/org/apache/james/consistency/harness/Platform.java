@@ -136,6 +136,15 @@ public class Platform implements AutoCloseable {
 
     /** Connects to keyspace K (created, RF given, if absent) and creates every type and table of {@link #MODULES}. */
     public static Platform connect(Arguments arguments) {
+        return connect(arguments, true);
+    }
+
+    /** Connects to an existing keyspace K (exit 2 when it is missing), its tables left as they are. */
+    public static Platform connectExisting(Arguments arguments) {
+        return connect(arguments, false);
+    }
+
+    private static Platform connect(Arguments arguments, boolean createSchema) {
         String host = arguments.get("host", "127.0.0.1");
         int port = arguments.integer("port", 9042);
         String keyspace = arguments.required("keyspace");
@@ -144,19 +153,24 @@ public class Platform implements AutoCloseable {
             throw new BadInput("invalid keyspace name " + keyspace);
         }
         try (CqlSession admin = builder(host, port).build()) {
+            if (!createSchema && !KeyspaceFactory.keyspaceExist(admin, keyspace.toLowerCase())) {
+                throw new BadInput("keyspace " + keyspace + " does not exist: run james schema or james seed first");
+            }
             KeyspaceFactory.createKeyspace(KeyspaceConfiguration.builder()
                 .keyspace(keyspace)
                 .replicationFactor(replicationFactor)
                 .durableWrites(true), admin).block();
         }
         TestingSession session = new Cassandra5Session(builder(host, port).withKeyspace(keyspace).build());
-        // James's own table creation (CassandraTableManager / CassandraTypesCreator), then the schema version.
-        new SessionWithInitializedTablesFactory(session, MODULES);
-        // That factory records the schema version only when it created every table itself; the tables here are
-        // James 3.8.1's latest, so a keyspace without a version (e.g. a creation interrupted earlier) is at the max.
-        CassandraSchemaVersionDAO versions = new CassandraSchemaVersionDAO(session);
-        if (versions.getCurrentSchemaVersion().block().isEmpty()) {
-            versions.updateVersion(CassandraSchemaVersionManager.MAX_VERSION).block();
+        if (createSchema) {
+            // James's own table creation (CassandraTableManager / CassandraTypesCreator), then the schema version.
+            new SessionWithInitializedTablesFactory(session, MODULES);
+            // That factory records the schema version only when it created every table itself; the tables here are
+            // James 3.8.1's latest, so a keyspace without a version (e.g. a creation interrupted earlier) is at the max.
+            CassandraSchemaVersionDAO versions = new CassandraSchemaVersionDAO(session);
+            if (versions.getCurrentSchemaVersion().block().isEmpty()) {
+                versions.updateVersion(CassandraSchemaVersionManager.MAX_VERSION).block();
+            }
         }
         return new Platform(keyspace, session);
     }

@@ -37,7 +37,7 @@ public class SolveCommand {
         if (!Map.of("messages", 1, "mailboxes", 1, "counters", 1, "quotas", 1).containsKey(target)) {
             throw new BadInput("unknown solve target " + target + " (James 3.8.1 has: messages, mailboxes, counters, quotas)");
         }
-        try (Platform platform = Platform.connect(arguments)) {
+        try (Platform platform = Platform.connectExisting(arguments)) {
             Task task;
             JsonTaskAdditionalInformationSerializer serializer;
             switch (target) {
