@@ -25,13 +25,13 @@ from pathlib import Path
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
+from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings, close, connect, table_names
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import FLAG_COLUMNS, GENERATIONS, detect_generation, validate_keyspace_name
 
 FAULTS_DIR = LOCAL_DIR / "faults"
-RIGHTS_ORDER = "aeiklprstwx"
 NAMESPACE = "#private"
 FLAGS = tuple(flag.lower() for flag in FLAG_COLUMNS)
 # Rows kept aside while scanning, in case none of the chosen ones passes its check.

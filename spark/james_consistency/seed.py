@@ -15,6 +15,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema, detect_generation, validate_keyspace_name
@@ -23,7 +24,6 @@ from james_consistency.spark_env import local_session, refresh_connector_schema
 DOMAIN = "domain.tld"
 NAMESPACE = "#private"
 STANDARD_MAILBOXES = ("INBOX", "Sent", "Drafts", "Trash", "Archive", "Spam")
-RIGHTS_ORDER = "aeiklprstwx"
 # 100-ns ticks since 1582-10-15 of 2026-01-01T00:00:00Z: the clock of every generated timeuuid.
 BASE_TICKS = (1_767_225_600 * 10_000_000) + 0x01B21DD213814000
 EPOCH_2026_MS = 1_767_225_600_000

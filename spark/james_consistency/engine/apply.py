@@ -74,15 +74,19 @@ class ProjectionWriter:
             f"SELECT {', '.join(spec.columns)} FROM {table} WHERE {where}",
             context.projection_consistency,
         )
-        self.upsert = prepared(
-            session,
-            f"INSERT INTO {table} ({', '.join(spec.columns)}) VALUES ({', '.join('?' for _ in spec.columns)}) "
-            "USING TIMESTAMP ?",
-            context.write_consistency,
-        )
+        self.upsert = prepared(session, self.upsert_cql(table, where), context.write_consistency)
         self.delete = prepared(
             session, f"DELETE FROM {table} USING TIMESTAMP ? WHERE {where}", context.write_consistency
         )
+
+    def upsert_cql(self, table: str, where: str) -> str:
+        columns = self.spec.columns
+        return (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) USING TIMESTAMP ?"
+        )
+
+    def upsert_values(self, row: dict, timestamp: int) -> list:
+        return [_bindable(row.get(column)) for column in self.spec.columns] + [timestamp]
 
     def read(self, key: dict) -> dict | None:
         values = [key[column] for column in self.spec.key]
@@ -92,12 +96,25 @@ class ProjectionWriter:
         return comparable(expected, self.spec.columns) == comparable(current, self.spec.columns)
 
     def write(self, row: dict, timestamp: int, current: dict | None) -> None:
-        values = [_bindable(row.get(column)) for column in self.spec.columns] + [timestamp]
+        values = self.upsert_values(row, timestamp)
         with_retries(lambda: self.session.execute(self.upsert, values))
 
     def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
         values = [timestamp] + [key[column] for column in self.spec.key]
         with_retries(lambda: self.session.execute(self.delete, values))
+
+
+class UpdateWriter(ProjectionWriter):
+    """Writes rows by UPDATE ... SET, for a table James itself only ever updates (aclv2): such rows have no row
+    marker, so when James later takes every value out of one, the row is gone, as it would be had James written it."""
+
+    def upsert_cql(self, table: str, where: str) -> str:
+        assignments = ", ".join(f"{column} = ?" for column in self.spec.value_columns)
+        return f"UPDATE {table} USING TIMESTAMP ? SET {assignments} WHERE {where}"
+
+    def upsert_values(self, row: dict, timestamp: int) -> list:
+        values = [_bindable(row.get(column)) for column in self.spec.value_columns]
+        return [timestamp, *values, *(row[column] for column in self.spec.key)]
 
 
 def _bindable(value):

@@ -18,6 +18,7 @@ import random
 import uuid
 from dataclasses import dataclass
 
+from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings
 from james_consistency.engine.live import executor_session, prepared, with_retries
 from james_consistency.mailboxes import diagnosis as d
@@ -41,7 +42,6 @@ DELETE = "delete"
 ORPHAN_PATH_POLICIES = (RECREATE_WHEN_REFERENCED, DELETE)
 
 OUTCOME_SCHEMA = "kind string, action string, mailboxId string, mailboxPath string, detail string, error string"
-RIGHTS_ORDER = "aeiklprstwx"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+"""James's ACL rights letters (MailboxACL.Right), in the order James serializes them (`lrs`, never `srl`)."""
+
+RIGHTS_ORDER = "aeiklprstwx"
