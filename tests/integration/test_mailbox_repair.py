@@ -15,11 +15,18 @@ from support.mailboxes import (
     add_mailbox,
     add_mailbox_row,
     break_every_mailbox_kind,
+    counter,
+    james_add_message,
+    james_save_mailbox,
+    james_save_path,
+    james_set_counter,
     mailbox_rows,
+    messages_of,
     paths,
     set_acl,
     write_times,
 )
+from support.messages import timeuuid
 
 GENERATIONS = ["3.9", "3.5"]
 OFFLINE = "ALL-SERVICES-ARE-OFFLINE"
@@ -30,6 +37,7 @@ EVERY_KIND = {
     "two-ids-one-path": 1,
     "path-points-to-another-id": 2,
     "mailbox-path-outdated": 1,
+    "mailbox-registered-elsewhere": 0,
 }
 
 
@@ -199,6 +207,99 @@ def test_merge_moves_the_losers_messages_and_acl_into_the_registered_id(
         == 5
     )
     assert acl(cql, keyspace, generation, ids["dave"]) == {"bob": "lrw", "carol": "l"}
+
+
+@pytest.mark.parametrize(("generation", "merge"), [("3.9", False), ("3.9", True), ("3.5", False)])
+def test_a_row_squatting_a_path_while_its_id_is_registered_elsewhere_is_realigned_in_one_run_and_a_loop_stays(
+    cql, cassandra_settings, spark, new_keyspace, generation, merge
+):
+    """James master's fixMailboxInconsistenciesShouldRealignLoserInsteadOfMergingWhenLoserIsRegisteredElsewhere: rows
+    id1@abc and id2@abc, paths abc -> id2 and xyz -> id1. Beside it, two ids swapped between two paths (A -> loopb,
+    B -> loopa), whose rows also name a path registered to another id: they must stay reported and unchanged."""
+    keyspace = new_keyspace("mbxrealign")
+    create_schema(cql, keyspace, generation)
+    id1, id2, loopa, loopb = (timeuuid(n) for n in (700, 701, 702, 703))
+    james_save_mailbox(cql, keyspace, id1, "user", "abc")
+    james_save_mailbox(cql, keyspace, id2, "user", "abc", uidvalidity=9)
+    james_save_path(cql, keyspace, generation, "user", "abc", id2, uidvalidity=9)
+    james_save_path(cql, keyspace, generation, "user", "xyz", id1)
+    kept = james_add_message(cql, keyspace, generation, id1, 1)
+    james_save_mailbox(cql, keyspace, loopa, "erin", "A")
+    james_save_mailbox(cql, keyspace, loopb, "erin", "B")
+    james_save_path(cql, keyspace, generation, "erin", "A", loopb)
+    james_save_path(cql, keyspace, generation, "erin", "B", loopa)
+    loop = [
+        {"mailboxDaoEntry": entry("erin:A", loopa), "mailboxPathDaoEntry": entry("erin:A", loopb)},
+        {"mailboxDaoEntry": entry("erin:B", loopb), "mailboxPathDaoEntry": entry("erin:B", loopa)},
+    ]
+
+    report = run(spark, cassandra_settings, keyspace, merge=merge)
+
+    # id1 follows its registration; abc stays with id2; the swapped pair is left as it was.
+    rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, generation)
+    assert rows == {id1: "user:xyz", id2: "user:abc", loopa: "erin:A", loopb: "erin:B"}
+    assert registered == {"user:abc": id2, "user:xyz": id1, "erin:A": loopb, "erin:B": loopa}
+    assert messages_of(cql, keyspace, "imapuidtable", id1) == {1: (kept["messageid"], kept["modseq"])}
+    assert messages_of(cql, keyspace, "messageidtable", id1) == {1: (kept["messageid"], kept["modseq"])}
+    row = cql.execute(f"SELECT uidvalidity FROM {keyspace}.mailbox WHERE id = %s", (id1,)).one()
+    assert row.uidvalidity == 7, "the realigned row keeps its uid validity"
+    # Reported as James master reports it: one fix, no conflicting entry for id1.
+    assert report["inconsistencies"]["mailbox-registered-elsewhere"] == 1
+    assert report["inconsistencies"]["two-ids-one-path"] == 0, "id1 is not a ghost of abc to merge"
+    assert report["inconsistencies"]["path-points-to-another-id"] == 2, "the swapped pair"
+    assert [item["pass"] for item in report["passes"]] == [1] and report["fixedCount"] == 1
+    assert report["fixedInconsistencies"] == [str(id1)] and report["failedCount"] == 0
+    [fix] = report["fixes"]
+    assert (fix["action"], fix["detail"]) == (
+        "mailbox-realigned",
+        {"from": "#private:user:abc", "to": "#private:user:xyz", "pathOwner": str(id2)},
+    )
+    assert "followUp" not in report, "nothing was merged"
+    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND} | {"path-points-to-another-id": 2}
+    assert report["conflictingEntries"] == loop
+
+    written = write_times(cql, keyspace, generation)
+    again = run(spark, cassandra_settings, keyspace, merge=merge)
+    assert again["fixedCount"] == 0 and again["conflictingEntries"] == loop
+    assert write_times(cql, keyspace, generation) == written
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_a_merge_never_overwrites_a_uid_of_the_winner_when_its_counter_lags(
+    cql, cassandra_settings, spark, new_keyspace, generation
+):
+    """The winner holds uids 1..5, but its messageCounter (and modseq) went back to 2: James's CassandraUidProvider
+    would hand out 3 and 4 again, and CassandraMessageIdDAO's upsert would replace the winner's messages there."""
+    keyspace = new_keyspace("mbxuids")
+    create_schema(cql, keyspace, generation)
+    winner, loser = timeuuid(710), timeuuid(711)
+    james_save_path(cql, keyspace, generation, "dave", "INBOX", winner)
+    james_save_mailbox(cql, keyspace, winner, "dave", "INBOX")
+    james_save_mailbox(cql, keyspace, loser, "dave", "INBOX")
+    for number in range(1, 6):
+        james_add_message(cql, keyspace, generation, winner, number)
+    moved = {james_add_message(cql, keyspace, generation, loser, 100 + number)["messageid"] for number in (1, 2)}
+    james_set_counter(cql, keyspace, "messageCounter", "nextUid", winner, 2)
+    james_set_counter(cql, keyspace, "modseq", "nextModseq", winner, 2)
+    truth_before = messages_of(cql, keyspace, "imapuidtable", winner)
+    projection_before = messages_of(cql, keyspace, "messageidtable", winner)
+    assert sorted(truth_before) == [1, 2, 3, 4, 5] and projection_before == truth_before
+
+    report = run(spark, cassandra_settings, keyspace, merge=True)
+
+    assert report["failedCount"] == 0 and report["errors"] == []
+    [merged] = [fix for fix in report["fixes"] if fix["action"] == "merged"]
+    assert merged["detail"]["movedMessages"] == 2
+    truth = messages_of(cql, keyspace, "imapuidtable", winner)
+    projection = messages_of(cql, keyspace, "messageidtable", winner)
+    assert {uid: truth[uid] for uid in truth_before} == truth_before, "no message of the winner was touched"
+    assert {uid: projection[uid] for uid in truth_before} == truth_before, "no uid of the winner was overwritten"
+    assert sorted(truth) == [1, 2, 3, 4, 5, 6, 7], "each uid once: the moved messages above every existing one"
+    assert {truth[uid][0] for uid in (6, 7)} == moved and projection == truth
+    assert min(truth[uid][1] for uid in (6, 7)) > max(modseq for _, modseq in truth_before.values())
+    assert counter(cql, keyspace, "messagecounter", "nextuid", winner) == 7, "the counter ends at the highest uid"
+    assert counter(cql, keyspace, "modseq", "nextmodseq", winner) == max(modseq for _, modseq in truth.values())
+    assert messages_of(cql, keyspace, "imapuidtable", loser) == {} and loser not in mailbox_rows(cql, keyspace)
 
 
 def test_an_orphan_path_is_deleted_when_asked_even_if_messages_reference_it(

@@ -153,3 +153,137 @@ def break_every_mailbox_kind(cql, keyspace: str, generation: str) -> dict:
     add_mailbox_row(cql, keyspace, ids["frank"], "frank", "Old")
     add_path(cql, keyspace, generation, "frank", "New", ids["frank"])
     return ids
+
+
+# ---- rows written with James's own statements (copied from its DAOs; `?` markers, prepared as James does) ----------
+
+
+def _execute(cql, statement: str, values: list):
+    return cql.execute(cql.prepare(statement), values)
+
+
+def james_save_mailbox(cql, keyspace: str, mailbox_id, user: str, name: str, uidvalidity: int = 7) -> None:
+    """CassandraMailboxDAO.save (3.5.0, 3.8.1 and master alike): a plain INSERT of the mailbox row."""
+    _execute(
+        cql,
+        f"INSERT INTO {keyspace}.mailbox (id, name, uidValidity, mailboxBase) "
+        "VALUES (?, ?, ?, {namespace: ?, user: ?})",
+        [mailbox_id, name, uidvalidity, NAMESPACE, user],
+    )
+
+
+def james_save_path(cql, keyspace: str, generation: str, user: str, name: str, mailbox_id, uidvalidity: int = 7):
+    """CassandraMailboxPathV3DAO.save (3.8.1, master) / CassandraMailboxPathV2DAO.save (3.5.0): INSERT IF NOT EXISTS."""
+    if generation == "3.9":
+        return _execute(
+            cql,
+            f"INSERT INTO {keyspace}.mailboxPathV3 (namespace, user, mailboxName, mailboxId, uidValidity) "
+            "VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+            [NAMESPACE, user, name, mailbox_id, uidvalidity],
+        ).one()[0]
+    return _execute(
+        cql,
+        f"INSERT INTO {keyspace}.mailboxPathV2 (namespace, user, mailboxName, mailboxId) VALUES (?, ?, ?, ?) "
+        "IF NOT EXISTS",
+        [NAMESPACE, user, name, mailbox_id],
+    ).one()[0]
+
+
+def _james_next(cql, keyspace: str, table: str, column: str, mailbox_id, first: int) -> int:
+    """CassandraUidProvider.nextUid / CassandraModSeqProvider.nextModSeq: read the last value given (LWT profile:
+    SERIAL), `UPDATE ... IF <column> = <read>`, or `INSERT ... IF NOT EXISTS` when the mailbox has no row yet."""
+    from cassandra import ConsistencyLevel
+
+    select = cql.prepare(f"SELECT {column} FROM {keyspace}.{table} WHERE mailboxId = ?")
+    select.consistency_level = ConsistencyLevel.SERIAL
+    for _ in range(10):
+        row = cql.execute(select, [mailbox_id]).one()
+        if row is None:
+            statement = f"INSERT INTO {keyspace}.{table} ({column}, mailboxId) VALUES (?, ?) IF NOT EXISTS"
+            if _execute(cql, statement, [first, mailbox_id]).one()[0]:
+                return first
+            continue
+        last = getattr(row, column.lower())
+        statement = f"UPDATE {keyspace}.{table} SET {column} = ? WHERE mailboxId = ? IF {column} = ?"
+        if _execute(cql, statement, [last + 1, mailbox_id, last]).one()[0]:
+            return last + 1
+    raise AssertionError(f"{table}: no compare-and-set succeeded")
+
+
+def james_set_counter(cql, keyspace: str, table: str, column: str, mailbox_id, value: int) -> None:
+    """Move a generator with James's own compare-and-set (CassandraUidProvider/CassandraModSeqProvider update), e.g.
+    back below the mailbox's highest uid, as a restore of an older backup or a broken LWT consensus leaves it."""
+    from cassandra import ConsistencyLevel
+
+    select = cql.prepare(f"SELECT {column} FROM {keyspace}.{table} WHERE mailboxId = ?")
+    select.consistency_level = ConsistencyLevel.SERIAL
+    last = getattr(cql.execute(select, [mailbox_id]).one(), column.lower())
+    statement = f"UPDATE {keyspace}.{table} SET {column} = ? WHERE mailboxId = ? IF {column} = ?"
+    assert _execute(cql, statement, [value, mailbox_id, last]).one()[0]
+
+
+def james_add_message(cql, keyspace: str, generation: str, mailbox_id, number: int) -> dict:
+    """A message appended as StoreMessageIdManager.save -> CassandraMessageIdMapper.insertMetadata writes it: a modseq
+    and a uid from the generators, then imapUidTable (CassandraMessageIdToImapUidDAO.insert: INSERT IF NOT EXISTS in
+    3.8.1/master, whose default message.write.strong.consistency.unsafe is true; a plain INSERT in 3.5.0), then
+    messageIdTable (CassandraMessageIdDAO.insert: an UPDATE keyed by mailboxId and uid in 3.8.1/master, a plain INSERT
+    in 3.5.0). Returns the row as written."""
+    from cassandra.query import UNSET_VALUE
+
+    modseq = _james_next(cql, keyspace, "modseq", "nextModseq", mailbox_id, 1)
+    uid = _james_next(cql, keyspace, "messageCounter", "nextUid", mailbox_id, 1)
+    row = message(generation, mailbox_id, uid, number, modseq=modseq)
+    flags = [row[flag] for flag in ("flaganswered", "flagdeleted", "flagdraft", "flagflagged", "flagrecent")]
+    flags += [row["flagseen"], row["flaguser"]]
+    user_flags = row["userflags"] or UNSET_VALUE
+    flag_columns = "flagAnswered, flagDeleted, flagDraft, flagFlagged, flagRecent, flagSeen, flagUser"
+    if generation == "3.9":
+        details = [
+            row[column]
+            for column in ("internaldate", "save_date", "bodystartoctet", "fullcontentoctets", "headercontent")
+        ]
+        _execute(
+            cql,
+            f"INSERT INTO {keyspace}.imapUidTable (messageId, mailboxId, uid, threadId, modSeq, {flag_columns}, "
+            "userFlags, internalDate, save_date, bodyStartOctet, fullContentOctets, headerContent) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+            [row["messageid"], mailbox_id, uid, row["threadid"], modseq, *flags, user_flags, *details],
+        )
+        _execute(
+            cql,
+            f"UPDATE {keyspace}.messageIdTable SET threadId = ?, messageId = ?, modSeq = ?, flagAnswered = ?, "
+            "flagDeleted = ?, flagDraft = ?, flagFlagged = ?, flagRecent = ?, flagSeen = ?, flagUser = ?, "
+            "internalDate = ?, save_date = ?, bodyStartOctet = ?, fullContentOctets = ?, headerContent = ?, "
+            "userFlags = userFlags + ? WHERE mailboxId = ? AND uid = ?",
+            [row["threadid"], row["messageid"], modseq, *flags, *details, user_flags, mailbox_id, uid],
+        )
+        return row
+    _execute(
+        cql,
+        f"INSERT INTO {keyspace}.imapUidTable (messageId, mailboxId, uid, modSeq, {flag_columns}, userFlags) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [row["messageid"], mailbox_id, uid, modseq, *flags, user_flags],
+    )
+    _execute(
+        cql,
+        f"INSERT INTO {keyspace}.messageIdTable (mailboxId, uid, modSeq, messageId, {flag_columns}, userFlags) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [mailbox_id, uid, modseq, row["messageid"], *flags, user_flags],
+    )
+    return row
+
+
+def messages_of(cql, keyspace: str, table: str, mailbox_id) -> dict:
+    """uid -> (messageId, modSeq) of one mailbox in imapUidTable or messageIdTable."""
+    where = " ALLOW FILTERING" if table == "imapuidtable" else ""
+    return {
+        row.uid: (row.messageid, row.modseq)
+        for row in cql.execute(
+            f"SELECT uid, messageid, modseq FROM {keyspace}.{table} WHERE mailboxid = %s{where}", (mailbox_id,)
+        )
+    }
+
+
+def counter(cql, keyspace: str, table: str, column: str, mailbox_id) -> int | None:
+    row = cql.execute(f"SELECT {column} FROM {keyspace}.{table} WHERE mailboxid = %s", (mailbox_id,)).one()
+    return None if row is None else getattr(row, column)

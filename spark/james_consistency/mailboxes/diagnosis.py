@@ -13,6 +13,8 @@ Output: one finding per inconsistency, with a `kind`:
     two-ids-one-path           two mailbox rows or more claiming one path (conflict: never guessed)
     path-points-to-another-id  a mailbox row whose path is registered to another id (conflict: reported)
     mailbox-path-outdated      a mailbox row whose id is registered under one other path while its own is free
+    mailbox-registered-elsewhere  a mailbox row whose path is registered to another id while its own id is
+                               registered under one other path that no mailbox row claims (realigned onto it)
 
 Each mailbox row and path row is judged once: a path claimed twice is reported as two-ids-one-path only, an id
 registered twice as one-id-two-paths only. Findings carry what the policy and the approver need: the registered id
@@ -29,6 +31,7 @@ ONE_ID_TWO_PATHS = "one-id-two-paths"
 TWO_IDS_ONE_PATH = "two-ids-one-path"
 PATH_POINTS_TO_ANOTHER_ID = "path-points-to-another-id"
 MAILBOX_PATH_OUTDATED = "mailbox-path-outdated"
+MAILBOX_REGISTERED_ELSEWHERE = "mailbox-registered-elsewhere"
 
 KINDS = (
     ORPHAN_MAILBOX,
@@ -37,6 +40,7 @@ KINDS = (
     TWO_IDS_ONE_PATH,
     PATH_POINTS_TO_ANOTHER_ID,
     MAILBOX_PATH_OUTDATED,
+    MAILBOX_REGISTERED_ELSEWHERE,
 )
 # Conflicts are never resolved by a guess: reported for an admin (two ids under one path: merged only when asked).
 CONFLICTS = (TWO_IDS_ONE_PATH, PATH_POINTS_TO_ANOTHER_ID)
@@ -122,14 +126,48 @@ def claims(mailboxes: DataFrame) -> DataFrame:
     )
 
 
+def registered_elsewhere(mailboxes: DataFrame, at_path: DataFrame, registered: DataFrame) -> DataFrame:
+    """Mailbox rows whose path is registered to another id while their own id is registered under exactly one
+    other path that no mailbox row claims: the row is stale and is realigned onto that registration, as James
+    master's same-mailbox resolution does (`realignStaleProjection`), without any merge.
+
+    Two ids swapped between two paths (row a at A, row b at B, A -> b, B -> a) are NOT this kind although each row
+    alone looks alike: there the path each row would move to is claimed by the other row, so neither table can be
+    preferred (ADR-0020) and the pair stays reported as path-points-to-another-id. Here the registration the row
+    moves to is claimed by nobody: moving it changes no other mailbox and leaves both paths consistent."""
+    target_claims = mailboxes.groupBy(*(F.col(part).alias(f"target_{part}") for part in PATH)).agg(
+        F.count(F.lit(1)).alias("targetClaims")
+    )
+    return (
+        mailboxes.join(at_path, list(PATH))
+        .where(F.col("registeredId") != F.col("mailboxId"))
+        .join(registered.where(F.col("registrations") == 1), "mailboxId")
+        .select("*", *(F.col("paths")[0][part].alias(f"target_{part}") for part in PATH))
+        .join(target_claims, [f"target_{part}" for part in PATH], "left")
+        .where(F.col("targetClaims").isNull())
+        .select(
+            F.lit(MAILBOX_REGISTERED_ELSEWHERE).alias("kind"),
+            "mailboxId",
+            *PATH,
+            "registeredId",
+            "registrations",
+            "paths",
+        )
+    )
+
+
 def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> DataFrame:
     """Every inconsistency between the mailbox rows and the path registrations (see the module's kinds)."""
     mailboxes = mailboxes.where(~malformed_mailboxes(mailboxes))
     paths = paths.where(~malformed_paths(paths))
     registered = registrations(paths)
-    claimed = claims(mailboxes)
     at_path = paths.select(*PATH, F.col("mailboxId").alias("registeredId"))
     row_path = mailboxes.select("mailboxId", F.struct(*PATH).alias("mailboxRowPath"))
+    realignable = registered_elsewhere(mailboxes, at_path, registered)
+    # A realignable row is judged as that kind only: it no longer claims the path it names (so the registered
+    # owner left alone there is consistent, not one of two ids on one path).
+    mailboxes = mailboxes.join(realignable.select("mailboxId"), "mailboxId", "left_anti")
+    claimed = claims(mailboxes)
     count_of = F.coalesce(F.col("registrations"), F.lit(0).cast("long"))
 
     judged = (
@@ -205,7 +243,8 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
     )
 
     findings = (
-        mailbox_side.unionByName(orphan_paths, allowMissingColumns=True)
+        mailbox_side.unionByName(realignable, allowMissingColumns=True)
+        .unionByName(orphan_paths, allowMissingColumns=True)
         .unionByName(two_paths, allowMissingColumns=True)
         .unionByName(two_ids, allowMissingColumns=True)
     )

@@ -128,7 +128,7 @@ def scan(spark: SparkSession, keyspace: str, generation: str, work_dir: Path, sa
             "namespace", "user", "mailboxname", "mailboxid", F.expr("writetime(mailboxid)").alias("written")
         )
     ).cache()
-    truth = _load(spark, keyspace, "imapuidtable").select("messageid", "mailboxid", "uid")
+    truth = _load(spark, keyspace, "imapuidtable").select("messageid", "mailboxid", "uid", "modseq")
     mailbox_metrics, path_metrics = d.health_metrics(mailboxes, paths)
     health = {**mailboxes.agg(*mailbox_metrics).first().asDict(), **paths.agg(*path_metrics).first().asDict()}
     findings = d.diagnose(mailboxes, paths, d.message_references(truth))
@@ -145,14 +145,17 @@ def scan(spark: SparkSession, keyspace: str, generation: str, work_dir: Path, sa
     )
     sample = [
         row.asDict(recursive=True)
-        for row in ranked.where(F.col("rank") <= sample_size).drop("rank", "loserMessages").collect()
+        for row in ranked.where(F.col("rank") <= sample_size)
+        .drop("rank", "loserMessages", "winnerHighestUid", "winnerHighestModseq")
+        .collect()
     ]
     sample.sort(key=lambda f: (d.KINDS.index(f["kind"]), f["mailboxPath"] or "", f["mailboxId"] or ""))
     return Scan(findings, counts, sample, health, truth)
 
 
 def _with_loser_messages(findings: DataFrame, truth: DataFrame) -> DataFrame:
-    """For two ids under one path: the messages of every claimant but the registered one (what a merge moves)."""
+    """For two ids under one path: the messages of every claimant but the registered one (what a merge moves), and
+    the highest uid and modseq the registered one's messages carry (the merge numbers moved messages above them)."""
     losers = (
         findings.where(F.col("kind") == d.TWO_IDS_ONE_PATH)
         .select(*d.PATH, "registeredId", F.explode("claimants.mailboxId").alias("loser"))
@@ -166,7 +169,10 @@ def _with_loser_messages(findings: DataFrame, truth: DataFrame) -> DataFrame:
         .groupBy(*d.PATH)
         .agg(F.collect_list(F.struct(F.col("loser").alias("mailboxId"), "messageId", "uid")).alias("loserMessages"))
     )
-    return findings.join(moved, list(d.PATH), "left")
+    highest = truth.groupBy(F.col("mailboxid").cast("string").alias("registeredId")).agg(
+        F.max("uid").alias("winnerHighestUid"), F.max("modseq").alias("winnerHighestModseq")
+    )
+    return findings.join(moved, list(d.PATH), "left").join(highest, "registeredId", "left")
 
 
 def act(spark: SparkSession, findings: DataFrame, options: p.PolicyOptions, work_dir: Path) -> DataFrame:

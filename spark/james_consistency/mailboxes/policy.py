@@ -7,9 +7,13 @@ whose state moved since the scan is left for the next pass (re-diagnosed from a 
                            delete the path (ADR-0020) so the user can create it again (option `orphan_paths`)
     one-id-two-paths       keep the most recently written path (WRITETIME), realign the mailbox row, drop the others
     mailbox-path-outdated  realign the mailbox row to the one path that registers its id (its own path is free)
+    mailbox-registered-elsewhere  realign the mailbox row to the one path that registers its id, which no row claims
+                           (its own path is registered to another id): James master's "realign the loser instead
+                           of merging", in the same pass, merge or not
     two-ids-one-path       reported with both ids, their message counts and the merge to perform; with `merge`,
                            the loser's messages and ACL move into the winner (the id the path registers) only when
-                           the loser is registered under no path at all
+                           the loser is registered under no path at all; each moved message gets a uid and a modseq
+                           above every one the winner's messages carry, and never takes a uid already given
     path-points-to-another-id  reported only (a loop of swapped ids stays as it is)
 """
 
@@ -99,6 +103,13 @@ class MailboxStore:
             list(path),
         )
 
+    def highest_projected_uid(self, mailbox_id: str) -> int:
+        """The highest uid messageIdTable holds for the mailbox (0 when none): its partition is sorted by uid."""
+        row = self._read(
+            f"SELECT uid FROM {self.ks}.messageidtable WHERE mailboxid = ? ORDER BY uid DESC LIMIT 1", [_id(mailbox_id)]
+        )
+        return 0 if row is None else row["uid"]
+
     def referenced(self, mailbox_id: str) -> bool:
         """Does messageIdTable still hold a message of this mailbox (a live second look after the truth scan)?"""
         row = self._run(
@@ -150,45 +161,64 @@ class MailboxStore:
 
     # ---- merge: messages and ACL -----------------------------------------------------------------------------
 
-    def _next(self, table: str, column: str, mailbox_id: str) -> int:
-        """The next value of a compare-and-set generator (messageCounter.nextUid, modseq.nextModseq), as James
-        hands them out: the table holds the last value given."""
+    def _next(self, table: str, column: str, mailbox_id: str, floor: int = 0) -> int:
+        """The next value of a compare-and-set generator (messageCounter.nextUid, modseq.nextModseq) as James's
+        CassandraUidProvider / CassandraModSeqProvider hand them out: read the last value given, then
+        `UPDATE ... IF nextUid = <read>` (or `INSERT ... IF NOT EXISTS` when the mailbox has no row), retried.
+        Unlike James, which trusts the counter alone (its only guard is the `uid.modseq.increment` offset of
+        cassandra.properties), the value given is also above `floor`, the highest one the mailbox's messages already
+        carry: a counter lagging behind them jumps past them in the same compare-and-set and ends at the value given.
+        """
         key = _id(mailbox_id)
         for _ in range(100):
             row = self._read(f"SELECT {column} FROM {self.ks}.{table} WHERE mailboxid = ?", [key])
-            if row is None or row[column] is None:
+            if row is None:
+                value = floor + 1
                 if self._applied(
-                    f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, 1) IF NOT EXISTS", [key]
+                    f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, ?) IF NOT EXISTS", [key, value]
                 ):
-                    return 1
+                    return value
                 continue
-            value = row[column] + 1
+            value = max(row[column] or 0, floor) + 1
             if self._applied(
                 f"UPDATE {self.ks}.{table} SET {column} = ? WHERE mailboxid = ? IF {column} = ?",
-                [value, key, value - 1],
+                [value, key, row[column]],
             ):
                 return value
         raise RuntimeError(f"{table} of {mailbox_id}: no compare-and-set succeeded in 100 tries")
 
-    def move_message(self, message_id: str, loser: str, uid: int, winner: str) -> bool:
+    def move_message(self, message_id: str, loser: str, uid: int, winner: str, floor: "Floor") -> bool:
         """One message of the loser into the winner at a new uid and modseq (what James's merge does through
-        setInMailboxes); False when the loser no longer holds it."""
+        setInMailboxes); False when the loser no longer holds it.
+
+        James writes imapUidTable `IF NOT EXISTS` (its key holds the message id, so it cannot see another message at
+        that uid) then messageIdTable as a plain upsert, which silently replaces whatever message held that uid. Here
+        the uid is claimed first in messageIdTable, whose key is (mailboxid, uid), with `IF NOT EXISTS`: a uid already
+        given is never overwritten, the next one is taken instead (and a crash between the writes leaves a
+        projection row the messages repair drops, while the loser still holds the message for the next run)."""
         row = self._read(
             f"SELECT * FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
             [_id(message_id), _id(loser), uid],
         )
         if row is None:
             return False
-        moved = {**row, "mailboxid": _id(winner), "uid": self._next("messagecounter", "nextuid", winner)}
-        moved["modseq"] = self._next("modseq", "nextmodseq", winner)
-        columns = list(moved)
-        values = [moved[column] for column in columns]
-        marks = ", ".join("?" for _ in columns)
+        for _ in range(10):
+            moved = {**row, "mailboxid": _id(winner), "uid": self._next("messagecounter", "nextuid", winner, floor.uid)}
+            moved["modseq"] = self._next("modseq", "nextmodseq", winner, floor.modseq)
+            columns = list(moved)
+            values = [moved[column] for column in columns]
+            marks = ", ".join("?" for _ in columns)
+            if self._applied(
+                f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
+            ):
+                break
+            floor.uid = max(floor.uid, moved["uid"], self.highest_projected_uid(winner))
+        else:
+            raise RuntimeError(f"no free uid of {winner} in messageIdTable after 10 tries")
         if not self._applied(
             f"INSERT INTO {self.ks}.imapuidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
         ):
-            raise RuntimeError(f"uid {moved['uid']} of {winner} is already taken in imapUidTable")
-        self._run(f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks})", values)
+            raise RuntimeError(f"message {message_id} is already at uid {moved['uid']} of {winner} in imapUidTable")
         self._run(
             f"DELETE FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ? IF EXISTS",
             [_id(message_id), _id(loser), uid],
@@ -230,6 +260,14 @@ class MailboxStore:
             f"UPDATE {self.ks}.acl SET acl = ?, version = ? WHERE id = ? IF version = ?",
             [text, version + 1, _id(mailbox_id), version],
         )
+
+
+@dataclass
+class Floor:
+    """The highest uid and modseq a merge's winner already holds: moved messages are given values above them."""
+
+    uid: int = 0
+    modseq: int = 0
 
 
 def _id(value) -> uuid.UUID:
@@ -345,6 +383,29 @@ def mailbox_path_outdated(store: MailboxStore, finding: dict, write: bool) -> di
     return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if write else {"wouldDo": True})})
 
 
+def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, write: bool) -> dict:
+    """James master's `realignStaleProjection`: the row moves onto the one path its id is registered under, while
+    its own path stays with the id registered there. James re-reads the path at STRONG and saves the row
+    unconditionally; here every row involved is re-read at SERIAL and the move is conditioned on the row's path."""
+    mailbox_id, own = finding["mailboxId"], _row_path(finding)
+    entries = finding["paths"]
+    target = (entries[0]["namespace"], entries[0]["user"], entries[0]["name"])
+    registered, owner, row = store.path(target), store.path(own), store.mailbox(mailbox_id)
+    if (
+        registered is None
+        or str(registered["mailboxid"]) != mailbox_id
+        or owner is None
+        or str(owner["mailboxid"]) == mailbox_id
+        or row is None
+        or row.get("path") != own
+    ):
+        return _outcome(finding, CHANGED)
+    detail = {"from": _path_text(own), "to": _path_text(target), "pathOwner": str(owner["mailboxid"])}
+    if write and not store.move_mailbox_row(mailbox_id, own, target):
+        return _outcome(finding, CHANGED, detail)
+    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if write else {"wouldDo": True})})
+
+
 def merge_plan(finding: dict) -> dict | None:
     """The merge to perform for two ids under one path: the id the path registers wins; every other claimant is a
     loser, merged only if it is registered under no path. None when no winner is certain."""
@@ -379,10 +440,16 @@ def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions)
         return _outcome(finding, MERGED, {"merge": plan, "wouldDo": True})
     moved = 0
     messages = sorted(finding.get("loserMessages") or [], key=lambda message: message["uid"])
+    # The winner's highest uid and modseq: imapUidTable's from the scan (offline: nothing adds messages since),
+    # messageIdTable's re-read now; moved messages are numbered above both whatever the counters say.
+    floor = Floor(
+        uid=max(finding.get("winnerHighestUid") or 0, store.highest_projected_uid(winner) if messages else 0),
+        modseq=finding.get("winnerHighestModseq") or 0,
+    )
     for loser in plan["mergeOrigins"]:
         for message in messages:
             if message["mailboxId"] == loser:
-                moved += store.move_message(message["messageId"], loser, message["uid"], winner)
+                moved += store.move_message(message["messageId"], loser, message["uid"], winner, floor)
     merged = dict(acls[winner][0])
     for loser in plan["mergeOrigins"]:
         for key, rights in acls[loser][0].items():
@@ -408,6 +475,8 @@ def act(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
             return one_id_two_paths(store, finding, options.write)
         if kind == d.MAILBOX_PATH_OUTDATED:
             return mailbox_path_outdated(store, finding, options.write)
+        if kind == d.MAILBOX_REGISTERED_ELSEWHERE:
+            return mailbox_registered_elsewhere(store, finding, options.write)
         if kind == d.TWO_IDS_ONE_PATH:
             return two_ids_one_path(store, finding, options)
         return _outcome(finding, REPORTED)

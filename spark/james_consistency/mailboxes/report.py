@@ -127,6 +127,7 @@ def approval_summary(report: dict, sample_size: int = 10) -> str:
         d.ORPHAN_PATH: "re-create the mailbox row if messages reference it, else delete the path",
         d.ONE_ID_TWO_PATHS: "keep the latest written path, realign the mailbox row",
         d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path",
+        d.MAILBOX_REGISTERED_ELSEWHERE: "realign the mailbox row to its registered path (no merge)",
         d.TWO_IDS_ONE_PATH: "reported (merge only when asked)",
         d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is",
     }
