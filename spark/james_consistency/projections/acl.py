@@ -30,7 +30,8 @@ from james_consistency.projections.health import (
     legacy_acl_problems,
 )
 
-SPECIAL_NAMES = ("owner", "anyone", "authenticated")
+# MailboxACL.SpecialName: `anybody` up to James 3.8, `anyone` since 3.9; a keyspace may hold either.
+SPECIAL_NAMES = ("owner", "anyone", "anybody", "authenticated")
 # MailboxACL.Rfc4314Rights: the obsolete RFC 2086 rights James still reads, as the rights they stand for.
 OBSOLETE_RIGHTS = {"c": "kx", "d": "etx"}
 # A mailbox ACL aggregate is keyed by CassandraId.serialize(): a UUID's canonical (lower-case) form.
