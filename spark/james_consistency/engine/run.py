@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from james_consistency import gates
-from james_consistency.cql import CassandraSettings, close, connect, require_tables
+from james_consistency.cql import CassandraSettings, close, connect, require_tables, table_names
 from james_consistency.engine import apply as apply_module
 from james_consistency.engine.diff import (
     ACTUAL_PREFIX,
@@ -237,7 +237,8 @@ def resolve_target(
         generation = detect_generation(session, keyspace)
         if generation is None:
             raise OperatorError(f"keyspace '{keyspace}' has no James message tables (imapUidTable is missing)")
-        spec = projection_spec(target, generation, **spec_options)
+        keyspace_tables = frozenset(table_names(session, keyspace))
+        spec = projection_spec(target, generation, keyspace_tables=keyspace_tables, **spec_options)
         require_tables(session, keyspace, [spec.truth_table, *spec.extra_truth_tables, spec.projection_table])
     finally:
         close(session)

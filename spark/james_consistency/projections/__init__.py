@@ -7,7 +7,7 @@ TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags", "
 
 def projection_spec(target: str, generation: str, **options):
     """The spec of a repair target for a James schema generation; `options` reach the builders that take them
-    (remove_unused_flags for `flags`)."""
+    (remove_unused_flags for `flags`, keyspace_tables for `quotas`)."""
     from james_consistency.projections import acl, counters, flags, indexes, messages
 
     builders = {
@@ -21,7 +21,7 @@ def projection_spec(target: str, generation: str, **options):
             generation, remove_unused=options.get("remove_unused_flags", False)
         ),
         "counters": counters.mailbox_counters_projection,
-        "quotas": counters.quota_projection,
+        "quotas": lambda generation: counters.quota_projection(generation, options.get("keyspace_tables")),
     }
     if target not in builders:
         raise OperatorError(f"unknown repair target '{target}': choose one of {', '.join(builders)}")

@@ -259,8 +259,15 @@ def live_usage(session, context: ApplyContext, generation: str, root: str, candi
     return len(rows), sum(int(row["fullcontentoctets"] or 0) for row in rows)
 
 
-def quota_projection(generation: str) -> ProjectionSpec:
+def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = None) -> ProjectionSpec:
+    """Current quotas recounted from the messages. The table is found in the keyspace, not deduced from the message
+    tables' generation: James 3.6 to 3.8 write 3.9's message rows but still keep quotas in `currentQuota` (its
+    `quotaCurrentValue` came with the generic quota schema); without the table list, 3.9 means quotaCurrentValue."""
     path_table = "mailboxPathV3" if generation == "3.9" else "mailboxPathV2"
+    if keyspace_tables is None:
+        current_value_table = generation == "3.9"
+    else:
+        current_value_table = "quotacurrentvalue" in keyspace_tables
 
     def read_truth(read) -> DataFrame:
         by_row = read("mailbox", ("id", "mailboxbase")).select(
@@ -309,7 +316,7 @@ def quota_projection(generation: str) -> ProjectionSpec:
         writer=CounterWriter,
     )
 
-    if generation == "3.9":
+    if current_value_table:
 
         def derive(truth: DataFrame) -> DataFrame:
             per_type = F.explode(
