@@ -4,7 +4,11 @@ In one Spark session it times, on the same broken keyspace:
 - the floor: a bare connector scan of imapUidTable and messageIdTable (count only);
 - the dry run (check) and the repair, as the operator runs them (gates included);
 - a James-style reference on a sample: the solve-message-inconsistencies pass B, one truth row at a time through
-  the Python driver (read the projection row, re-read the truth, write when they differ), unthrottled.
+  the Python driver (read the projection row, re-read the truth, write when they differ), unthrottled;
+- James 3.8.1 itself (the harness, james/harness-3.8.1/): SolveMessageInconsistenciesTask unthrottled and at its
+  default 100 messages/s, RecomputeMailboxCountersTask for `bench counters`, and James's report after our repair.
+The bench keyspace is created by James's own `schema` command (its whole 3.8.1 schema, which its DAOs need), then
+filled by the project's fast seeder: the message, mailbox, ACL and counter tables are column-identical.
 It samples the driver's memory while each phase runs: the JVM heap (in local mode the executors share it) and the
 Python process's resident set.
 """
@@ -17,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from james_consistency import james_harness
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine.run import RunOptions, execute, read_table
 from james_consistency.paths import LOCAL_DIR
@@ -24,6 +29,17 @@ from james_consistency.paths import LOCAL_DIR
 log = logging.getLogger("james_consistency")
 
 BROKEN_KINDS = ("projection-missing", "projection-stale-flags", "projection-orphan")
+
+JAMES_VERSION = "3.8.1"
+JAMES_DEFAULT_RATE = 100  # SolveMessageInconsistenciesService.RunningOptions.DEFAULT, messages per second
+# "Unthrottled": James's throttle makes one window of this many messages (RunningOptions accepts any positive int,
+# as webadmin's messagesPerSecond does); its only remaining cost is the 1 s delay of that window, once per pass.
+JAMES_UNTHROTTLED = 2**31 - 1
+JAMES_PHASE_LIMIT_SECONDS = 600  # a James phase estimated longer runs on the sample keyspace instead
+
+
+def bench_keyspace(messages: int) -> str:
+    return f"bench_james_{messages}"
 
 
 @dataclass
@@ -115,6 +131,9 @@ def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages
     marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
     seeded = json.loads(marker.read_text()) if existing and marker.exists() else None
     if seeded is None or seeded.get("messages") != messages:
+        if james_harness.is_built(JAMES_VERSION):
+            # James's DAOs are wired on its whole schema (currentQuota, ...): let James create the keyspace.
+            james_harness.run(JAMES_VERSION, "schema", ["--keyspace", keyspace], settings)
         mailboxes_per_user = 10
         messages_per_mailbox = 1000 if messages >= 100_000 else 100
         users = max(1, messages // (mailboxes_per_user * messages_per_mailbox))
@@ -140,13 +159,127 @@ def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages
     return {"seeded": seeded, "broken": broken}
 
 
+def james_solve(
+    settings: CassandraSettings, keyspace: str, target: str, messages_per_second: int | None = None
+) -> dict:
+    """James 3.8.1's own task on `keyspace` (one harness JVM): its report without the list of fixed ids, and the
+    task's own wall time (the JVM start and the Guice wiring excluded)."""
+    arguments = [target, "--keyspace", keyspace]
+    if messages_per_second is not None:
+        arguments += ["--messages-per-second", str(messages_per_second)]
+    log.info("bench: James %s %s on %s", target, messages_per_second or "", keyspace)
+    outcome = james_harness.run(JAMES_VERSION, "solve", arguments, settings)
+    report = dict(outcome["additionalInformation"])
+    for listed in ("fixedInconsistencies", "errors", "failedMailboxes"):
+        if listed in report:
+            report[listed] = len(report[listed])
+    report.pop("timestamp", None)
+    report.pop("runningOptions", None)
+    return {"seconds": outcome["seconds"], "result": outcome["result"], "report": report}
+
+
+def _james_message_figures(run: dict, keyspace: str, messages: int) -> dict:
+    report = run["report"]
+    truth_rows = report["processedImapUidEntries"]
+    return {
+        "keyspace": keyspace,
+        "messages": messages,
+        "seconds": run["seconds"],
+        "truthRowsPerSecond": round(truth_rows / run["seconds"]) if run["seconds"] else None,
+        "result": run["result"],
+        **report,
+    }
+
+
+def james_message_phases(
+    spark, settings: CassandraSettings, *, messages: int, rate: float, sample: int, seed: int, full_rows: int
+) -> dict:
+    """James's SolveMessageInconsistencies unthrottled and at its default rate, and James's report after our repair.
+
+    They run on the bench keyspace of min(messages, sample) messages, broken at the same rate before each run (that
+    is the benched keyspace itself when it is not larger than the sample). When the benched keyspace is larger, the
+    unthrottled run is repeated on it if the sample's throughput puts it under JAMES_PHASE_LIMIT_SECONDS."""
+    sample_messages = min(messages, sample)
+    keyspace = bench_keyspace(sample_messages)
+    measured_on = "the benched keyspace" if sample_messages == messages else f"a sample keyspace of {sample_messages}"
+    figures = {"james": JAMES_VERSION, "sampleKeyspace": keyspace, "sampleMessages": sample_messages}
+
+    broken = prepare_keyspace(spark, settings, keyspace, sample_messages, rate, seed + 2)["broken"]
+    unthrottled = james_solve(settings, keyspace, "messages", JAMES_UNTHROTTLED)
+    figures["unthrottled"] = {
+        **_james_message_figures(unthrottled, keyspace, sample_messages),
+        "broken": broken,
+        "measuredOn": measured_on,
+    }
+    sample_rows = unthrottled["report"]["processedImapUidEntries"] + unthrottled["report"]["processedMessageIdEntries"]
+
+    # Both passes are throttled: the task reads (truth + projection rows) / rate seconds at least.
+    estimate = sample_rows / JAMES_DEFAULT_RATE
+    if estimate <= JAMES_PHASE_LIMIT_SECONDS:
+        broken = prepare_keyspace(spark, settings, keyspace, sample_messages, rate, seed + 3)["broken"]
+        throttled = james_solve(settings, keyspace, "messages", JAMES_DEFAULT_RATE)
+        figures["defaultRate"] = {
+            **_james_message_figures(throttled, keyspace, sample_messages),
+            "messagesPerSecond": JAMES_DEFAULT_RATE,
+            "broken": broken,
+            "measuredOn": measured_on,
+        }
+    else:
+        figures["defaultRate"] = {
+            "skipped": f"estimated {estimate:.0f} s > {JAMES_PHASE_LIMIT_SECONDS} s: lower --james-sample"
+        }
+
+    # Our repair on the same (re-broken) keyspace, then James: its report must add nothing.
+    broken = prepare_keyspace(spark, settings, keyspace, sample_messages, rate, seed + 4)["broken"]
+    ours = _timed(
+        "repair (James sample)",
+        spark,
+        lambda: execute(spark, settings, RunOptions("messages", keyspace, mode="repair", allow_destructive=True)),
+    )
+    after = james_solve(settings, keyspace, "messages", JAMES_UNTHROTTLED)["report"]
+    fixed_by_james = {
+        name: after[name] for name in ("addedMessageIdEntries", "updatedMessageIdEntries", "removedMessageIdEntries")
+    }
+    figures["ourRepairOnSample"] = {
+        "seconds": ours["seconds"],
+        "truthRowsPerSecond": round(ours["result"]["processedImapUidEntries"] / ours["seconds"]),
+        "broken": broken,
+        "found": ours["result"]["inconsistencies"],
+    }
+    figures["jamesAfterOurRepair"] = {**fixed_by_james, "addsNothing": not any(fixed_by_james.values())}
+
+    if sample_messages < messages:
+        sample_rate = sample_rows / max(unthrottled["seconds"], 0.001)
+        estimate = full_rows / sample_rate
+        if estimate <= JAMES_PHASE_LIMIT_SECONDS:
+            full_keyspace = bench_keyspace(messages)
+            broken = prepare_keyspace(spark, settings, full_keyspace, messages, rate, seed + 5)["broken"]
+            full = james_solve(settings, full_keyspace, "messages", JAMES_UNTHROTTLED)
+            figures["unthrottledOnSample"] = figures["unthrottled"]
+            figures["unthrottled"] = {
+                **_james_message_figures(full, full_keyspace, messages),
+                "broken": broken,
+                "measuredOn": "the benched keyspace",
+            }
+        else:
+            figures["unthrottled"]["fullRunEstimateSeconds"] = round(estimate)
+    return figures
+
+
 def bench_messages(
-    spark, settings: CassandraSettings, *, messages: int, inconsistency_rate: float, reference_sample: int, seed: int
+    spark,
+    settings: CassandraSettings,
+    *,
+    messages: int,
+    inconsistency_rate: float,
+    reference_sample: int,
+    seed: int,
+    james_sample: int = 20_000,
 ) -> dict:
     from james_consistency.projections.messages import message_columns
     from james_consistency.schema import detect_generation
 
-    keyspace = f"bench_messages_{messages}"
+    keyspace = bench_keyspace(messages)
     preparation = prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed)
     session = connect(settings, keyspace)
     generation = detect_generation(session, keyspace)
@@ -209,6 +342,28 @@ def bench_messages(
             figures["repair"]["truthRowsPerSecond"] / max(figures["jamesStyleReference"]["truthRowsPerSecond"], 1), 1
         ),
     }
+    if not james_harness.is_built(JAMES_VERSION):
+        figures["jamesSolveMessageInconsistencies"] = {"skipped": "the James 3.8.1 harness is not built: make setup"}
+        return figures
+    full_rows = truth_rows + repair["result"]["processedMessageIdEntries"]
+    james = james_message_phases(
+        spark,
+        settings,
+        messages=messages,
+        rate=inconsistency_rate,
+        sample=james_sample,
+        seed=seed,
+        full_rows=full_rows,
+    )
+    figures["jamesSolveMessageInconsistencies"] = james
+    ours = figures["repair"]["truthRowsPerSecond"]
+    for name, phase in (("Unthrottled", "unthrottled"), ("DefaultRate", "defaultRate")):
+        if james[phase].get("truthRowsPerSecond"):
+            figures["ratios"][f"repairOverJames{name}Throughput"] = round(ours / james[phase]["truthRowsPerSecond"], 1)
+            on_sample = james.get(f"{phase}OnSample", james[phase])
+            figures["ratios"][f"repairOnSampleOverJames{name}Throughput"] = round(
+                james["ourRepairOnSample"]["truthRowsPerSecond"] / on_sample["truthRowsPerSecond"], 1
+            )
     return figures
 
 
@@ -231,7 +386,7 @@ def bench_projection(spark, settings: CassandraSettings, target: str, *, message
     from james_consistency.engine.run import resolve_target
     from james_consistency.faults import inject
 
-    keyspace = f"bench_messages_{messages}"
+    keyspace = bench_keyspace(messages)
     seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
     spec, _ = resolve_target(settings, target, keyspace)
     broken = {
@@ -263,7 +418,11 @@ def bench_projection(spark, settings: CassandraSettings, target: str, *, message
     def per_second(rows, phase):
         return round(rows / phase["seconds"]) if phase["seconds"] else None
 
-    return {
+    james = None
+    if target == "counters":
+        james = james_counters_phases(settings, keyspace, truth_rows=truth_rows, rate=rate, seed=seed)
+
+    figures = {
         "target": target,
         "keyspace": keyspace,
         "messages": seeded.get("messages", messages),
@@ -289,6 +448,63 @@ def bench_projection(spark, settings: CassandraSettings, target: str, *, message
         "driverPeakJvmHeapMiB": {
             phase: figures_of["peakJvmHeapMiB"]
             for phase, figures_of in (("bareScan", scan), ("dryRun", check), ("repair", repair))
+        },
+    }
+    if james is not None:
+        figures["jamesRecomputeMailboxCounters"] = james
+        if james.get("truthRowsPerSecond"):
+            figures["ratios"]["repairOverJamesThroughput"] = round(
+                figures["repair"]["truthRowsPerSecond"] / james["truthRowsPerSecond"], 1
+            )
+    return figures
+
+
+def _counter_rows(settings: CassandraSettings, keyspace: str) -> dict:
+    session = connect(settings, keyspace)
+    try:
+        rows = session.execute(f"SELECT mailboxid, count, unseen FROM {keyspace}.mailboxcounters")
+        return {row.mailboxid: (row.count, row.unseen) for row in rows}
+    finally:
+        close(session)
+
+
+def james_counters_phases(
+    settings: CassandraSettings, keyspace: str, *, truth_rows: int, rate: float, seed: int
+) -> dict:
+    """James's RecomputeMailboxCounters (it has no rate) on the benched keyspace: first right after our repair, where
+    it must change no counter, then on the keyspace broken again at the same rate, timed."""
+    from james_consistency.faults import inject
+
+    if not james_harness.is_built(JAMES_VERSION):
+        return {"skipped": "the James 3.8.1 harness is not built: make setup"}
+    before = _counter_rows(settings, keyspace)
+    after_ours = james_solve(settings, keyspace, "counters")
+    changed = sum(1 for mailbox, counts in _counter_rows(settings, keyspace).items() if before.get(mailbox) != counts)
+    broken = {
+        kind: inject(
+            settings,
+            keyspace=keyspace,
+            kind=kind,
+            rate=rate,
+            random_seed=seed + 7 + int(time.time()),
+            manifest_path=None,
+        )["count"]
+        for kind in TARGET_FAULTS["counters"]
+    }
+    timed = james_solve(settings, keyspace, "counters")
+    return {
+        "james": JAMES_VERSION,
+        "measuredOn": "the benched keyspace",
+        "broken": broken,
+        "seconds": timed["seconds"],
+        "truthRowsPerSecond": round(truth_rows / timed["seconds"]) if timed["seconds"] else None,
+        "result": timed["result"],
+        **timed["report"],
+        "afterOurRepair": {
+            "seconds": after_ours["seconds"],
+            "result": after_ours["result"],
+            "countersChangedByJames": changed,
+            "addsNothing": changed == 0,
         },
     }
 
