@@ -109,11 +109,17 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1")
     ui.set_defaults(handler=_ui)
 
-    bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James-style reference")
-    bench.add_argument("target", choices=TARGETS, help="the repair to time (messages adds the James-style reference)")
+    bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James 3.8.1 itself")
+    bench.add_argument("target", choices=TARGETS, help="the repair to time (messages, counters: and James's task)")
     bench.add_argument("--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)")
     bench.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
     bench.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
+    bench.add_argument(
+        "--james-sample",
+        type=_non_negative,
+        default=20_000,
+        help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
+    )
     bench.add_argument("--random-seed", type=int, default=42)
     bench.add_argument("--output", help="JSON figures (default: .local/bench/messages-<N>.json)")
     _add_connection_options(bench)
@@ -361,6 +367,7 @@ def _bench(args) -> int:
                 inconsistency_rate=args.inconsistency_rate,
                 reference_sample=args.reference_sample,
                 seed=args.random_seed,
+                james_sample=args.james_sample,
             )
         else:
             figures = bench_projection(
