@@ -54,8 +54,8 @@ class ConsistencyJobOperator(SparkSubmitOperator):
 
     def execute(self, context):
         from james_consistency.cql import CassandraSettings
-        from james_consistency.paths import LOG4J_CONFIG, spark_jars
-        from james_consistency.spark_env import connector_conf
+        from james_consistency.paths import spark_jars
+        from james_consistency.spark_env import connector_conf, driver_java_options
 
         report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
         report.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         self._user_env = getattr(self, "_user_env", dict(self.env_vars or {}))
         self.conf = {
             **connector_conf(settings),
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
+            "spark.driver.extraJavaOptions": driver_java_options(quick_jit=True),
             **self._user_conf,
         }
         self.env_vars = {**metrics_environment(), **self._user_env, **environment}

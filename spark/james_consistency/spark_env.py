@@ -8,9 +8,12 @@ from pathlib import Path
 
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
-from james_consistency.paths import JOBS_DIR, LOG4J_CONFIG, spark_jars  # noqa: F401 (JOBS_DIR re-exported)
+from james_consistency.paths import JARS_DIR, JOBS_DIR, LOG4J_CONFIG, spark_jars
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
+# Spark's classes as the driver JVM loaded them, archived once by `build_class_archive` (scripts/setup.sh): a JVM
+# mapping the archive starts Spark about 2 s sooner. A JVM that cannot use it (another JDK or Spark) ignores it.
+CLASS_ARCHIVE = JARS_DIR / "spark-driver-classes.jsa"
 
 
 def use_this_interpreter() -> None:
@@ -37,6 +40,18 @@ def require_java() -> str:
     if java is None:
         raise OperatorError("no Java runtime: java is not on PATH and JAVA_HOME is not set (Spark needs Java 17)")
     return java
+
+
+def driver_java_options(quick_jit: bool = False) -> str:
+    """The driver JVM's options: Spark's log configuration and, when built, the class archive. `quick_jit` (the
+    spark-submit jobs) keeps the JVM to its quick compiler: a short job spends seconds of its 2 cores compiling with
+    C2 code it runs once. JAMES_SPARK_FULL_JIT=1 gives C2 back (a long local[*] run on a big keyspace)."""
+    options = [f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
+    if CLASS_ARCHIVE.is_file():
+        options += [f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    if quick_jit and os.environ.get("JAMES_SPARK_FULL_JIT", "") not in ("1", "true"):
+        options.append("-XX:TieredStopAtLevel=1")
+    return " ".join(options)
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:
@@ -84,7 +99,7 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
         .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
         .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
+        .config("spark.driver.extraJavaOptions", driver_java_options())
     )
     for key, value in connector_conf(settings).items():
         builder = builder.config(key, value)
@@ -111,7 +126,7 @@ def spark_submit_command(
         "--driver-memory",
         os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
         "--driver-java-options",
-        f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
+        driver_java_options(quick_jit=True),
     ]
     for key, value in connector_conf(settings).items():
         command += ["--conf", f"{key}={value}"]
@@ -127,3 +142,54 @@ def refresh_connector_schema(spark) -> None:
         session.refreshSchema()
     finally:
         session.close()
+
+
+def _class_archive_stamp() -> str:
+    """What the archive is only good for: this JDK and this Spark."""
+    import subprocess
+
+    from pyspark.version import __version__ as spark_version
+
+    java = subprocess.run([require_java(), "-version"], capture_output=True, text=True, check=True)
+    return f"{java.stderr.splitlines()[0]}; spark {spark_version}\n"
+
+
+def ensure_class_archive() -> Path | None:
+    """Build CLASS_ARCHIVE unless it is there for this JDK and Spark; None when it already was."""
+    use_this_interpreter()
+    stamp_file = CLASS_ARCHIVE.with_suffix(".stamp")
+    stamp = _class_archive_stamp()
+    if CLASS_ARCHIVE.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return None
+    print("setup: archiving the Spark driver's classes (one short local Spark job)")
+    build_class_archive()
+    stamp_file.write_text(stamp)
+    return CLASS_ARCHIVE
+
+
+def build_class_archive() -> Path:
+    """Archive the classes a small local Spark SQL job loads (no Cassandra needed) into CLASS_ARCHIVE, for the
+    driver JVMs of later jobs (Java's dynamic class data sharing). Written aside, then renamed into place."""
+    import subprocess
+
+    use_this_interpreter()
+    partial = CLASS_ARCHIVE.with_name(f"{CLASS_ARCHIVE.name}.{os.getpid()}.partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"
+    command = [
+        str(Path(sys.executable).with_name("spark-submit")),
+        "--master",
+        "local[2]",
+        "--driver-java-options",
+        options + " -Xlog:cds+dynamic=off",
+        "--conf",
+        "spark.ui.enabled=false",
+        str(JOBS_DIR / "class_archive_warm_up.py"),
+    ]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    os.replace(partial, CLASS_ARCHIVE)
+    return CLASS_ARCHIVE
+
+
+if __name__ == "__main__":
+    ensure_class_archive()
