@@ -38,8 +38,8 @@ JAMES_UNTHROTTLED = 2**31 - 1
 JAMES_PHASE_LIMIT_SECONDS = 600  # a James phase estimated longer runs on the sample keyspace instead
 
 
-def bench_keyspace(messages: int) -> str:
-    return f"bench_james_{messages}"
+def bench_keyspace(messages: int, prefix: str = "bench_james") -> str:
+    return f"{prefix}_{messages}"
 
 
 @dataclass
@@ -130,12 +130,12 @@ def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages
         close(session)
     marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
     seeded = json.loads(marker.read_text()) if existing and marker.exists() else None
-    if seeded is None or seeded.get("messages") != messages:
+    if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
         if james_harness.is_built(JAMES_VERSION):
             # James's DAOs are wired on its whole schema (currentQuota, ...): let James create the keyspace.
             james_harness.run(JAMES_VERSION, "schema", ["--keyspace", keyspace], settings)
         mailboxes_per_user = 10
-        messages_per_mailbox = 1000 if messages >= 100_000 else 100
+        messages_per_mailbox = 1000 if messages >= 100_000 else 100 if messages >= 1000 else max(1, messages // 10)
         users = max(1, messages // (mailboxes_per_user * messages_per_mailbox))
         seeded = seed_platform(
             settings,
@@ -147,6 +147,7 @@ def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages
             spark=spark,
         )
         marker.parent.mkdir(parents=True, exist_ok=True)
+        seeded["requested"] = messages
         marker.write_text(json.dumps(seeded, default=str))
     # A keyspace reused from an earlier bench was repaired since: break other rows than last time.
     seed += int(time.time())
@@ -192,7 +193,15 @@ def _james_message_figures(run: dict, keyspace: str, messages: int) -> dict:
 
 
 def james_message_phases(
-    spark, settings: CassandraSettings, *, messages: int, rate: float, sample: int, seed: int, full_rows: int
+    spark,
+    settings: CassandraSettings,
+    *,
+    messages: int,
+    rate: float,
+    sample: int,
+    seed: int,
+    full_rows: int,
+    prefix: str = "bench_james",
 ) -> dict:
     """James's SolveMessageInconsistencies unthrottled and at its default rate, and James's report after our repair.
 
@@ -200,7 +209,7 @@ def james_message_phases(
     is the benched keyspace itself when it is not larger than the sample). When the benched keyspace is larger, the
     unthrottled run is repeated on it if the sample's throughput puts it under JAMES_PHASE_LIMIT_SECONDS."""
     sample_messages = min(messages, sample)
-    keyspace = bench_keyspace(sample_messages)
+    keyspace = bench_keyspace(sample_messages, prefix)
     measured_on = "the benched keyspace" if sample_messages == messages else f"a sample keyspace of {sample_messages}"
     figures = {"james": JAMES_VERSION, "sampleKeyspace": keyspace, "sampleMessages": sample_messages}
 
@@ -252,7 +261,7 @@ def james_message_phases(
         sample_rate = sample_rows / max(unthrottled["seconds"], 0.001)
         estimate = full_rows / sample_rate
         if estimate <= JAMES_PHASE_LIMIT_SECONDS:
-            full_keyspace = bench_keyspace(messages)
+            full_keyspace = bench_keyspace(messages, prefix)
             broken = prepare_keyspace(spark, settings, full_keyspace, messages, rate, seed + 5)["broken"]
             full = james_solve(settings, full_keyspace, "messages", JAMES_UNTHROTTLED)
             figures["unthrottledOnSample"] = figures["unthrottled"]
@@ -275,11 +284,12 @@ def bench_messages(
     reference_sample: int,
     seed: int,
     james_sample: int = 20_000,
+    keyspace_prefix: str = "bench_james",
 ) -> dict:
     from james_consistency.projections.messages import message_columns
     from james_consistency.schema import detect_generation
 
-    keyspace = bench_keyspace(messages)
+    keyspace = bench_keyspace(messages, keyspace_prefix)
     preparation = prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed)
     session = connect(settings, keyspace)
     generation = detect_generation(session, keyspace)
@@ -352,6 +362,7 @@ def bench_messages(
         messages=messages,
         rate=inconsistency_rate,
         sample=james_sample,
+        prefix=keyspace_prefix,
         seed=seed,
         full_rows=full_rows,
     )
@@ -380,13 +391,22 @@ TARGET_FAULTS = {
 }
 
 
-def bench_projection(spark, settings: CassandraSettings, target: str, *, messages: int, rate: float, seed: int) -> dict:
+def bench_projection(
+    spark,
+    settings: CassandraSettings,
+    target: str,
+    *,
+    messages: int,
+    rate: float,
+    seed: int,
+    keyspace_prefix: str = "bench_james",
+) -> dict:
     """The same bench for any other target, on the same seeded keyspace as `bench messages`: a bare scan of the
     tables the repair reads, its dry run and its repair (James has no repair to compare with for most of them)."""
     from james_consistency.engine.run import resolve_target
     from james_consistency.faults import inject
 
-    keyspace = bench_keyspace(messages)
+    keyspace = bench_keyspace(messages, keyspace_prefix)
     seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
     spec, _ = resolve_target(settings, target, keyspace)
     broken = {

@@ -1,0 +1,59 @@
+"""`bench messages` and `bench counters` against James 3.8.1's own tasks, at a tiny size: the figures a reader of
+the bench relies on are there, and James's report after our repair adds nothing."""
+
+import uuid
+
+import pytest
+from james_consistency import james_harness
+from james_consistency.bench import bench_keyspace, bench_messages, bench_projection
+
+pytestmark = pytest.mark.skipif(
+    not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built (make setup)"
+)
+
+
+@pytest.fixture
+def bench_prefix(cql):
+    prefix = f"bench_t_{uuid.uuid4().hex[:8]}"
+    yield prefix
+    for messages in (400, 200):
+        cql.execute(f"DROP KEYSPACE IF EXISTS {bench_keyspace(messages, prefix)}", timeout=120)
+
+
+def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra_settings, spark, bench_prefix):
+    figures = bench_messages(
+        spark,
+        cassandra_settings,
+        messages=400,
+        inconsistency_rate=0.05,
+        reference_sample=100,
+        seed=7,
+        james_sample=200,
+        keyspace_prefix=bench_prefix,
+    )
+    james = figures["jamesSolveMessageInconsistencies"]
+    assert james["unthrottled"]["result"] == "COMPLETED"
+    # The benched keyspace is larger than the sample: the default rate ran on the sample keyspace only.
+    assert james["defaultRate"]["keyspace"] == bench_keyspace(200, bench_prefix)
+    assert james["defaultRate"]["processedImapUidEntries"] > 150
+    # Both passes are throttled at 100 messages/s: about 50 truth rows/s, never more than 100.
+    assert 0 < james["defaultRate"]["truthRowsPerSecond"] <= 100
+    assert james["jamesAfterOurRepair"] == {
+        "addedMessageIdEntries": 0,
+        "updatedMessageIdEntries": 0,
+        "removedMessageIdEntries": 0,
+        "addsNothing": True,
+    }
+    assert figures["ratios"]["repairOverJamesUnthrottledThroughput"] > 0
+    assert figures["ratios"]["repairOverJamesDefaultRateThroughput"] > 0
+
+
+def test_bench_counters_runs_james_recompute_mailbox_counters(cassandra_settings, spark, bench_prefix):
+    figures = bench_projection(
+        spark, cassandra_settings, "counters", messages=200, rate=0.3, seed=7, keyspace_prefix=bench_prefix
+    )
+    james = figures["jamesRecomputeMailboxCounters"]
+    assert james["result"] == "COMPLETED"
+    assert james["processedMailboxes"] == 10
+    assert james["afterOurRepair"]["countersChangedByJames"] == 0
+    assert figures["ratios"]["repairOverJamesThroughput"] > 0
