@@ -6,6 +6,7 @@ import uuid
 import pytest
 from james_consistency import james_harness
 from james_consistency.bench import bench_keyspace, bench_messages, bench_projection
+from james_consistency.paths import LOCAL_DIR
 
 pytestmark = pytest.mark.skipif(
     not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built (make setup)"
@@ -17,7 +18,9 @@ def bench_prefix(cql):
     prefix = f"bench_t_{uuid.uuid4().hex[:8]}"
     yield prefix
     for messages in (400, 200):
-        cql.execute(f"DROP KEYSPACE IF EXISTS {bench_keyspace(messages, prefix)}", timeout=120)
+        keyspace = bench_keyspace(messages, prefix)
+        cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+        (LOCAL_DIR / "bench" / f"{keyspace}.json").unlink(missing_ok=True)
 
 
 def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra_settings, spark, bench_prefix):
