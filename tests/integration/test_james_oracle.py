@@ -1,0 +1,86 @@
+"""James as the oracle: a platform written by James's own code (the harness), broken by James's own write paths
+under fault injection, repaired by our jobs, then judged by James's own tasks. After our repairs, James's
+SolveMessageInconsistencies and SolveMailboxInconsistencies fix nothing, and RecomputeMailboxCounters and
+RecomputeCurrentQuotas (where the version has them) change no counter.
+"""
+
+import pytest
+from james_consistency import james_harness
+from james_consistency.engine.run import RunOptions, execute
+from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.mailboxes.job import MailboxOptions
+from james_consistency.mailboxes.job import execute as execute_mailboxes
+
+
+def harness(version: str):
+    reason = f"the James {version} harness is not built (make setup builds james/harness-{version})"
+    return pytest.param(version, marks=pytest.mark.skipif(not james_harness.is_built(version), reason=reason))
+
+
+# The night's order: messages first (counters and quotas count them), then the per-mailbox projections.
+NIGHT = {
+    "3.8.1": ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
+    "3.5.0": ("messages", "acl", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
+}
+# James's own tasks per version (3.5.0 has no message nor quota task: they came with 3.6.0).
+JAMES_TASKS = {"3.8.1": ("messages", "mailboxes", "counters", "quotas"), "3.5.0": ("mailboxes", "counters")}
+FIXED_MESSAGE_FIELDS = ("addedMessageIdEntries", "updatedMessageIdEntries", "removedMessageIdEntries")
+
+
+def counter_rows(cql, keyspace) -> dict:
+    # James 3.5 to 3.8 keep quotas in currentQuota (quotaCurrentValue came with 3.9's generic quotas).
+    counters = {r.mailboxid: (r.count, r.unseen) for r in cql.execute(f"SELECT * FROM {keyspace}.mailboxcounters")}
+    quotas = {r.quotaroot: (r.messagecount, r.storage) for r in cql.execute(f"SELECT * FROM {keyspace}.currentquota")}
+    return {"counters": counters, "quotas": quotas}
+
+
+@pytest.mark.parametrize("version", [harness("3.8.1"), harness("3.5.0")])
+def test_after_our_repairs_james_own_tasks_find_nothing_left_to_fix(
+    cql, cassandra_settings, spark, new_keyspace, version
+):
+    keyspace = new_keyspace(f"oracle{version.replace('.', '')}")
+    on_keyspace = ["--keyspace", keyspace]
+    james_harness.run(
+        version,
+        "seed",
+        [*on_keyspace, "--users", "3", "--mailboxes-per-user", "3", "--messages-per-mailbox", "4"],
+        cassandra_settings,
+    )
+    kinds = james_harness.run(version, "break", ["--list"], cassandra_settings)
+    broken = {}
+    for number, kind in enumerate(kinds):
+        manifest = james_harness.run(
+            version,
+            "break",
+            [*on_keyspace, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)],
+            cassandra_settings,
+        )
+        broken[kind["target"]] = broken.get(kind["target"], 0) + len(manifest["inconsistencies"])
+    # Per target, not per kind: a kind may find its operations already broken by an earlier one (a deletion whose
+    # message another deletion already took).
+    assert all(broken.values()), f"James's faults left inconsistencies in every target: {broken}"
+
+    for target in NIGHT[version]:
+        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        assert report["status"] == "COMPLETED", f"{target}: {report.get('errors')}"
+    mailboxes = execute_mailboxes(
+        spark, cassandra_settings, MailboxOptions(keyspace=keyspace, mode="repair", confirmation=CONFIRMATION)
+    )
+    assert mailboxes["conflictingEntries"] == []
+    counters_before = counter_rows(cql, keyspace)
+
+    for target in JAMES_TASKS[version]:
+        solved = james_harness.run(version, "solve", [target, *on_keyspace], cassandra_settings)
+        information = solved["additionalInformation"]
+        assert solved["result"] == "COMPLETED", f"James's {target} task: {information}"
+        if target == "messages":
+            fixed = {name: information[name] for name in FIXED_MESSAGE_FIELDS}
+            assert fixed == dict.fromkeys(FIXED_MESSAGE_FIELDS, 0), f"James's message task still fixed: {information}"
+            assert information["fixedInconsistencies"] == [] and information["errors"] == []
+        elif target == "mailboxes":
+            assert information["fixedInconsistencies"] == [], f"James's mailbox task still fixed: {information}"
+            assert information["conflictingEntries"] == [], f"James's mailbox task sees conflicts: {information}"
+        else:
+            failed = information.get("failedMailboxes", information.get("failedQuotaRoots"))
+            assert failed == [], f"James's {target} task failed: {information}"
+    assert counter_rows(cql, keyspace) == counters_before, "James's recomputations changed no counter"
