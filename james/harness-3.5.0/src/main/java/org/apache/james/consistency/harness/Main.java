@@ -51,8 +51,10 @@ public class Main {
                     "--list")));
             case "solve":
                 return SolveCommand.run(new Options(rest, with("--messages-per-second")));
+            case "acl":
+                return AclCommand.run(new Options(rest, with()));
             default:
-                throw new BadInput("unknown command '" + command + "': use schema, seed, break or solve");
+                throw new BadInput("unknown command '" + command + "': use schema, seed, break, solve or acl");
         }
     }
 

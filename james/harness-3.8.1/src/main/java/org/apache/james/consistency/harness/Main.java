@@ -49,9 +49,11 @@ public class Main {
                 return BreakCommand.run(arguments);
             case "solve":
                 return SolveCommand.run(arguments);
+            case "acl":
+                return AclCommand.run(arguments);
             default:
                 throw new BadInput("unknown command " + args[0] + " (expected one of "
-                    + Arrays.asList("schema", "seed", "break", "solve") + ")");
+                    + Arrays.asList("schema", "seed", "break", "solve", "acl") + ")");
         }
     }
 }
