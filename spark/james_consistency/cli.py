@@ -211,9 +211,9 @@ def _james(args) -> int:
 
 
 def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
-    from james_consistency.projections import TARGETS
+    from james_consistency.projections import CHECKS, TARGETS
 
-    parser.add_argument("target", choices=[*TARGETS, "mailboxes"], help="what to check or repair")
+    parser.add_argument("target", choices=[*TARGETS, *CHECKS, "mailboxes"], help="what to check or repair")
     parser.add_argument("--keyspace", required=True)
     parser.add_argument("--report", help="JSON report path (default: .local/reports/<target>-<mode>-<time>.json)")
     parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates")

@@ -8,13 +8,14 @@ import sys
 from james_consistency.paths import PROJECT_ROOT
 
 DAGS_FOLDER = str(PROJECT_ROOT / "dags")
-REPAIR_DAGS = {"message_consistency", "acl_consistency", "index_rebuild"}  # on a cron
+REPAIR_DAGS = {"message_consistency", "acl_consistency", "index_rebuild", "attachment_integrity"}  # on a cron
 SCHEDULED_DAGS = REPAIR_DAGS | {"counters_recompute"}  # counters_recompute runs on the message repair's asset
 HEAVY_POOL = "cassandra_heavy"
 DEPLOYMENT_VARIABLES = (
     "JAMES_REPAIR_TIMEZONE",
     "JAMES_MESSAGE_REPAIR_CRON",
     "JAMES_INDEX_REBUILD_CRON",
+    "JAMES_ATTACHMENT_CHECK_CRON",
     "JAMES_REPAIR_WINDOW_MINUTES",
 )
 
