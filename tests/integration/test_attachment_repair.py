@@ -135,3 +135,41 @@ def test_missing_references_are_rewritten_and_lost_attachments_reported(
     assert sum(again["inconsistencies"].values()) == 0
     assert again["unfixableAttachmentReferences"] == 2
     assert message_ids_of_attachments(cql, keyspace, version) == after
+
+
+@pytest.mark.parametrize("version", [harness("3.8.1")])
+def test_attachments_james_deleted_under_a_kept_message_are_reported_and_nothing_is_deleted(
+    cql, cassandra_settings, spark, new_keyspace, version
+):
+    """James's DeleteMessageListener deletes a message's attachments before its messageV3 row: when that last delete
+    fails, the row stays and references attachments that are gone (held by no mailbox any more)."""
+    keyspace = new_keyspace("attachlost")
+    on_keyspace = ["--keyspace", keyspace]
+    james_harness.run(
+        version,
+        "seed",
+        [*on_keyspace, "--users", "1", "--mailboxes-per-user", "1", "--messages-per-mailbox", "4"],
+        cassandra_settings,
+    )
+    manifest = james_harness.run(
+        version,
+        "break",
+        [*on_keyspace, "--kind", "attachment-row-missing", "--rate", "1", "--operations", "3"],
+        cassandra_settings,
+    )
+    lost = sorted((entry["messageId"], entry["attachmentId"]) for entry in manifest["inconsistencies"])
+    assert lost, manifest
+    messages_before = message_count(cql, keyspace, version)
+    attachments_before = attachment_rows(cql, keyspace)
+
+    report = execute(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
+
+    assert report["status"] == "PARTIAL"
+    assert sum(report["inconsistencies"].values()) == 0
+    assert report["unfixableAttachmentReferences"] == len(lost)
+    assert sorted((error["messageId"], error["attachmentId"]) for error in report["errors"]) == lost
+    assert {error["kind"] for error in report["errors"]} == {"missing-attachment-row"}
+    for error in report["errors"]:
+        assert error["mailboxIds"] == mailboxes_holding(cql, keyspace, error["messageId"]) == []
+    assert message_count(cql, keyspace, version) == messages_before
+    assert attachment_rows(cql, keyspace) == attachments_before

@@ -62,7 +62,10 @@ public class BreakCommand {
             "UPDATE mailboxCounters"),
         QUOTA_INCREMENT("quota-increment", "quotas",
             "a message append whose currentQuota increment fails (the quota listener gives up): the user's quota misses the message",
-            "UPDATE currentQuota");
+            "UPDATE currentQuota"),
+        ATTACHMENT_ROW_MISSING("attachment-row-missing", "attachments",
+            "a message deletion whose messageV3 delete fails after DeleteMessageListener deleted its attachments: the message row references attachments with no attachmentV2 row",
+            "DELETE FROM messageV3");
 
         final String name;
         final String target;
@@ -86,7 +89,8 @@ public class BreakCommand {
         }
 
         boolean messageLevel() {
-            return this == FLAGS_IMAPUIDTABLE_ONLY || this == DELETE_MESSAGEIDTABLE_KEPT || this == DELETE_IMAPUIDTABLE_KEPT;
+            return this == FLAGS_IMAPUIDTABLE_ONLY || this == DELETE_MESSAGEIDTABLE_KEPT || this == DELETE_IMAPUIDTABLE_KEPT
+                || this == ATTACHMENT_ROW_MISSING;
         }
     }
 
@@ -199,6 +203,10 @@ public class BreakCommand {
             if (!hit) {
                 return;
             }
+            if (kind == Kind.ATTACHMENT_ROW_MISSING) {
+                recordLostAttachments(mailboxId, messageId);
+                return;
+            }
             Row truth = one("SELECT flagflagged, userflags FROM imapuidtable WHERE messageid=" + messageId
                 + " AND mailboxid=" + mailboxId + " AND uid=" + uid);
             Row projection = one("SELECT flagflagged, userflags FROM messageidtable WHERE mailboxid=" + mailboxId + " AND uid=" + uid);
@@ -279,6 +287,26 @@ public class BreakCommand {
                         }
                         inconsistencies.add(entry);
                     }
+                }
+            }
+        }
+
+        /** The attachments the kept messageV3 row still references whose attachmentV2 row James deleted. */
+        private void recordLostAttachments(String mailboxId, String messageId) {
+            Row message = one("SELECT attachments FROM messagev3 WHERE messageid=" + messageId);
+            if (message == null) {
+                return;
+            }
+            for (com.datastax.oss.driver.api.core.data.UdtValue attachment
+                : message.getList(0, com.datastax.oss.driver.api.core.data.UdtValue.class)) {
+                String attachmentId = attachment.getString("id");
+                UUID asUuid = UUID.nameUUIDFromBytes(attachmentId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                if (one("SELECT idasuuid FROM attachmentv2 WHERE idasuuid=" + asUuid) == null) {
+                    Map<String, Object> entry = new LinkedHashMap<>();
+                    entry.put("messageId", messageId);
+                    entry.put("attachmentId", attachmentId);
+                    entry.put("deletedFromMailboxId", mailboxId);
+                    inconsistencies.add(entry);
                 }
             }
         }
