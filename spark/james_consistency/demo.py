@@ -19,24 +19,31 @@ from james_consistency.schema import validate_keyspace_name
 
 PASSWORDS_FILE = LOCAL_DIR / "airflow" / "passwords.json"
 
-# One partial-write failure of each family the repairs handle, on a small share of the rows.
-DEMO_FAULTS = (
-    ("projection-missing", 0.02),
-    ("projection-stale-flags", 0.02),
+# The demo platform is written and broken by James 3.8.1's own code (the James harness): one failure of each family
+# James's write paths leave, on a small share of the operations.
+JAMES_VERSION = "3.8.1"
+JAMES_FAULTS = (
+    ("messageIdTable-insert", 0.03),
+    ("flags-imapUidTable-only", 0.02),
+    ("delete-messageIdTable-kept", 0.03),
+    ("mailbox-row-missing", 0.1),
+    ("UserMailboxACL", 0.2),
+    ("aclv2", 0.1),
+    ("counter-increment", 0.03),
+)
+# What James's current write paths cannot leave (rows left by older versions' bugs, lost writes): the project's
+# own injector adds them.
+PROJECT_FAULTS = (
     ("projection-outdated", 0.01),
-    ("projection-orphan", 0.01),
     ("projection-wrong-uid", 0.005),
-    ("acl-user-missing", 0.1),
-    ("mailbox-path-orphan", 0.05),
     ("deleted-missing", 0.1),
-    ("unseen-stale", 0.1),
-    ("counters-wrong", 0.1),
+    ("unseen-missing", 0.05),
 )
 
 
 def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: int = 4, messages_per_mailbox: int = 50):
+    from james_consistency import james_harness
     from james_consistency.faults import inject
-    from james_consistency.seed import seed_platform
 
     keyspace = validate_keyspace_name(keyspace)
     node = LocalNode.from_env()
@@ -49,23 +56,35 @@ def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: i
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
     finally:
         close(session)
-    seeded = seed_platform(
+    on_keyspace = ["--keyspace", keyspace]
+    sizes = ["--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
+    seeded = james_harness.run(
+        JAMES_VERSION,
+        "seed",
+        [*on_keyspace, *sizes, "--messages-per-mailbox", str(messages_per_mailbox), "--random-seed", "42"],
         settings,
-        keyspace=keyspace,
-        users=users,
-        mailboxes_per_user=mailboxes_per_user,
-        messages_per_mailbox=messages_per_mailbox,
-        random_seed=42,
     )
     print(
-        f"2. seeded keyspace {keyspace}: {seeded['users']} users, {seeded['mailboxes']} mailboxes, "
-        f"{seeded['messages']} messages (James {seeded['generation']} schema)"
+        f"2. James {JAMES_VERSION}'s own code seeded keyspace {keyspace}: {seeded['users']} users, "
+        f"{seeded['mailboxes']} mailboxes, {seeded['messages']} messages"
     )
 
-    print("3. injected James's partial-write failures:")
-    for kind, rate in DEMO_FAULTS:
+    manifests = LOCAL_DIR / "manifests"
+    manifests.mkdir(parents=True, exist_ok=True)
+    print(f"3. James's write paths failed by its own fault injection (TestingSession), manifests in {manifests}:")
+    for kind, rate in JAMES_FAULTS:
+        manifest = manifests / f"{keyspace}-james-{kind}.json"
+        broken = james_harness.run(
+            JAMES_VERSION,
+            "break",
+            [*on_keyspace, "--kind", kind, "--rate", str(rate), "--random-seed", "7", "--manifest", str(manifest)],
+            settings,
+        )
+        print(f"   {kind:<26} {len(broken['inconsistencies']):>4} inconsistencies")
+    print("   and what James's current code cannot leave, by the project's injector:")
+    for kind, rate in PROJECT_FAULTS:
         manifest = inject(settings, keyspace=keyspace, kind=kind, rate=rate, random_seed=7, manifest_path=None)
-        print(f"   {kind:<24} {manifest['count']:>4} rows  (manifest {manifest['path']})")
+        print(f"   {kind:<26} {manifest['count']:>4} rows  (manifest {manifest['path']})")
 
     return run_through_airflow(keyspace, node.native_port)
 
