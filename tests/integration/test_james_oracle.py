@@ -87,7 +87,9 @@ def test_after_our_repairs_james_own_tasks_find_nothing_left_to_fix(
         [*on_keyspace, "--users", "3", "--mailboxes-per-user", "3", "--messages-per-mailbox", "4"],
         cassandra_settings,
     )
-    kinds = james_harness.run(version, "break", ["--list"], cassandra_settings)
+    # Lost attachments have no James task to judge them and no repair (they are reported): test_attachment_repair.
+    listed = james_harness.run(version, "break", ["--list"], cassandra_settings)
+    kinds = [kind for kind in listed if kind["target"] != "attachments"]
     broken = {}
     for number, kind in enumerate(kinds):
         manifest = james_harness.run(
