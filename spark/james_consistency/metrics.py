@@ -53,6 +53,9 @@ def _flag(value: str | None) -> bool:
 
 def rows_scanned(report: dict) -> dict[str, int]:
     """Truth and projection rows read, under the projection's own report names (James's names)."""
+    if report.get("target") == "mailboxes":  # no truth: both tables are read whole
+        mailboxes, paths = report.get("processedMailboxEntries", 0), report.get("processedMailboxPathEntries", 0)
+        return {"mailbox": mailboxes, "path": paths}
     if not report.get("generation"):
         return {}
     from james_consistency.projections import projection_spec
@@ -66,7 +69,9 @@ def report_figures(report: dict) -> list[Figure]:
     figures = [Figure("runs", 1, COUNT, {"status": str(report.get("status", "unknown")).lower()})]
     found = report.get("inconsistencies", {})
     figures += [Figure("found", count, labels={"kind": kind}) for kind, count in found.items()]
-    if report.get("mode") == "repair" and report.get("status") != "NOT_APPLICABLE":
+    if report.get("target") == "mailboxes":
+        figures += mailbox_repair_figures(report)
+    elif report.get("mode") == "repair" and report.get("status") != "NOT_APPLICABLE":
         fixed = {kind: 0 for kind in found}
         settled = dict(fixed)  # fixed, or already consistent on re-check
         for outcome in report.get("outcomes", []):
@@ -92,6 +97,14 @@ def report_figures(report: dict) -> list[Figure]:
     if "durationSeconds" in report:
         figures.append(Figure("duration", round(report["durationSeconds"] * 1000), TIMING))
     return figures
+
+
+def mailbox_repair_figures(report: dict) -> list[Figure]:
+    """The offline mailbox repair works in passes and counts its fixes as a whole; what is left, per kind."""
+    if report.get("mode") != "repair" or "remaining" not in report:
+        return []
+    remaining = [Figure("remaining", count, labels={"kind": kind}) for kind, count in report["remaining"].items()]
+    return [Figure("fixed", report.get("fixedCount", 0)), *remaining]
 
 
 def emit(report: dict, environ=os.environ) -> None:

@@ -75,3 +75,28 @@ def test_airflow_metrics_settings_reach_the_job_unless_the_environment_has_them(
     assert environment["AIRFLOW__METRICS__STATSD_HOST"] == "statsd.example.org"
     assert environment["AIRFLOW__METRICS__STATSD_ON"] == "True"
     assert "AIRFLOW__METRICS__STATSD_PORT" not in environment
+
+
+def test_an_offline_mailbox_repair_gives_its_fixes_and_what_is_left_per_kind():
+    report = {
+        "keyspace": "james",
+        "target": "mailboxes",
+        "mode": "repair",
+        "generation": "3.9",
+        "status": "PARTIAL",
+        "inconsistencies": {"orphan-path": 3, "two-ids-one-path": 1},
+        "processedMailboxEntries": 20,
+        "processedMailboxPathEntries": 22,
+        "fixedCount": 3,
+        "remaining": {"orphan-path": 0, "two-ids-one-path": 1},
+        "gates": [{"name": "mailbox_health", "success": True}],
+    }
+
+    figures = by_statsd_name(report)
+
+    base = "airflow.james_consistency.james.mailboxes.repair"
+    assert figures[f"{base}.found.orphan-path"] == 3
+    assert figures[f"{base}.fixed"] == 3
+    assert figures[f"{base}.remaining.orphan-path"] == 0 and figures[f"{base}.remaining.two-ids-one-path"] == 1
+    assert figures[f"{base}.rows_scanned.mailbox"] == 20 and figures[f"{base}.rows_scanned.path"] == 22
+    assert figures[f"{base}.runs.partial"] == 1

@@ -29,6 +29,7 @@ from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
+from james_consistency.metrics import emit as emit_metrics
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import detect_generation, validate_keyspace_name
 from james_consistency.spark_env import refresh_connector_schema
@@ -410,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
     path = write_report(report, args.report)
+    emit_metrics(report)  # to StatsD / OpenTelemetry when Airflow's [metrics] settings say so (never fails the job)
     print(summary_line(report))
     for gate in report.get("gates", []):
         if not gate["success"] and gate["name"] != "mailbox_nothing_to_do":
