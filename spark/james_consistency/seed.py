@@ -450,6 +450,9 @@ def seed_platform(
 
     plan = Plan(keyspace, generation, users, mailboxes_per_user, messages_per_mailbox, random_seed & 0xFFFFFF)
     started = time.perf_counter()
+    # A caller's Spark session (in-process, e.g. a test's) is used and left running: `local_session` would hand back
+    # that same session, and stopping it would stop the caller's.
+    spark = spark or SparkSession.getActiveSession()
     own_session = spark is None
     if own_session:
         spark = local_session("james-consistency-seed", settings)

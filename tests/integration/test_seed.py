@@ -327,6 +327,16 @@ def test_same_seed_same_platform_other_seed_other_platform(cql, cassandra_settin
     )
 
 
+def test_seeding_without_a_session_leaves_the_callers_session_running(cql, cassandra_settings, spark, new_keyspace):
+    """An in-process caller (a test, a notebook) that seeds without passing its session keeps a working session."""
+    keyspace = new_keyspace("own")
+
+    seeded = seed_platform(cassandra_settings, keyspace=keyspace, users=1, mailboxes_per_user=1, messages_per_mailbox=2)
+
+    assert seeded["messages"] == 2
+    assert spark.range(3).count() == 3, "the caller's Spark session still runs"
+
+
 def test_a_keyspace_holding_messages_is_not_seeded_twice(cql, cassandra_settings, spark, new_keyspace):
     keyspace = new_keyspace("seed")
     seed(cassandra_settings, spark, keyspace, users=1, mailboxes=1, messages=3)
