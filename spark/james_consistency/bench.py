@@ -417,8 +417,8 @@ def bench_projection(
     }
 
     def bare_scan_of_spec() -> int:
-        tables = {spec.truth_table: spec.truth_columns or None, spec.projection_table: spec.columns}
-        tables.update({table: None for table in spec.extra_truth_tables})
+        tables = {spec.truth.table: spec.truth.columns or None, spec.projection_table: spec.columns}
+        tables.update({table: None for table in spec.truth.extra_tables})
         total = 0
         for table, columns in tables.items():
             frame = read_table(spark, keyspace, table, columns) if columns else _whole_table(spark, keyspace, table)

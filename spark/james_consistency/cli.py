@@ -222,6 +222,16 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
         action="store_true",
         help="flags only: also remove keywords no message of the mailbox uses (James itself only adds them)",
     )
+    parser.add_argument(
+        "--run-dir", help="work folder for the kept scan, candidates and outcomes (a path or a Hadoop URL)"
+    )
+    if mode in ("repair", "verify"):
+        parser.add_argument(
+            "--reuse-scan",
+            action="store_true",
+            help="work from the scan the check kept in --run-dir (no second scan); the verify re-checks the check's "
+            "candidates and a sample of the consistent keys",
+        )
     if mode == "repair":
         parser.add_argument(
             "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
@@ -415,6 +425,10 @@ def _job(args) -> int:
         arguments.append("--no-gates")
     if args.remove_unused_flags:
         arguments.append("--remove-unused-flags")
+    if args.run_dir:
+        arguments += ["--run-dir", args.run_dir]
+    if getattr(args, "reuse_scan", False):
+        arguments.append("--reuse-scan")
     if args.mode == "repair":
         arguments += [
             "--messages-per-second",

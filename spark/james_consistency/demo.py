@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.engine.run import summary_line
+from james_consistency.engine.reports import summary_line
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.schema import validate_keyspace_name

@@ -9,7 +9,8 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from james_consistency.engine.run import GateFailed, RunOptions, execute, write_report
+from james_consistency.engine.reports import write_report
+from james_consistency.engine.run import GateFailed, RunOptions, execute
 from james_consistency.faults import inject
 from james_consistency.seed import seed_platform
 from support.messages import insert, message

@@ -130,7 +130,7 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     timestamp and wins over this repair whatever the order the two writes reach Cassandra in; a user write
     made before it is visible to the re-read, so the repair writes what the truth now says.
     """
-    key = {column: to_cql_value(candidate[column], spec.cql_types.get(column, "")) for column in spec.key}
+    key = {column: to_cql_value(candidate[column], spec.projection.cql_types.get(column, "")) for column in spec.key}
     write_timestamp = now_micros()
     # The projection is read before the truth: a counter writer checks, right before adding, that the counter
     # did not move while the truth was being counted.
@@ -152,15 +152,15 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
 
     def run(candidates):
         def sample_of(candidate) -> str:
-            names = spec.sample_names
+            names = spec.sample.names
             return json.dumps(
-                {names.get(column, column): _jsonable(candidate[column]) for column in spec.sample_columns},
+                {names.get(column, column): _jsonable(candidate[column]) for column in spec.sample.columns},
                 sort_keys=True,
             )
 
         try:
             session = executor_session(context.settings)
-            writer = (spec.writer or ProjectionWriter)(session, context, spec)
+            writer = (spec.writing.writer or ProjectionWriter)(session, context, spec)
         except Exception as error:  # noqa: BLE001 - reported per candidate: nothing was attempted
             unreachable = f"not attempted: {type(error).__name__}: {str(error)[:300]}"
             for candidate in candidates:

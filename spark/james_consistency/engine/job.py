@@ -37,7 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates (benchmarks)")
     parser.add_argument("--report", required=True, help="where to write the JSON report")
-    parser.add_argument("--run-dir", help="work folder for candidates and outcomes")
+    parser.add_argument(
+        "--run-dir", help="work folder for the kept scan, candidates and outcomes (a path or a Hadoop URL)"
+    )
+    parser.add_argument(
+        "--reuse-scan",
+        action="store_true",
+        help="repair/verify: work from the scan the check kept in --run-dir instead of scanning again",
+    )
+    parser.add_argument(
+        "--verify-sample-fraction",
+        type=float,
+        default=0.001,
+        help="share of consistent keys the check keeps for a verify that reuses its scan",
+    )
     return parser
 
 
@@ -65,15 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    from james_consistency.engine.run import (
-        PARTIAL,
-        GateFailed,
-        RunFailed,
-        RunOptions,
-        execute,
-        summary_line,
-        write_report,
-    )
+    from james_consistency.engine.reports import summary_line, write_report
+    from james_consistency.engine.run import PARTIAL, GateFailed, RunFailed, RunOptions, execute
 
     options = RunOptions(
         target=args.target,
@@ -86,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         max_destructive_share=args.max_destructive_share,
         allow_destructive=args.allow_destructive,
         run_dir=args.run_dir,
+        reuse_scan=args.reuse_scan,
+        verify_sample_fraction=args.verify_sample_fraction,
         gates_enabled=not args.no_gates,
         remove_unused_flags=args.remove_unused_flags,
     )

@@ -1,9 +1,18 @@
-"""One run of the engine for one projection: check (dry run), repair, or verify.
+"""One run of the engine for one projection: check (dry run), repair, or verify, in five steps.
 
-    scan truth + scan projection -> diff -> gates -> delayed re-check against live Cassandra -> apply -> report
+    scan       truth + projection -> diff -> candidates, written to the run's work folder; the truth's health and
+               the plan are measured on the way (one pass, Observations)
+    judge      the truth-health gate judges what the scan measured; the report gets what was found
+    plan       the plan-safety gate judges the planned fixes (repair); the re-check waits for its delay
+    reconcile  every candidate re-checked against live Cassandra in the executors, fixed when repairing
+    summarize  the outcomes counted into the report
 
-Nothing is collected to the driver but counts and bounded samples: candidates and outcomes go through parquet
-files in the run's work folder.
+A repair or verify with `reuse_scan` takes the scan the check kept in the same work folder instead of scanning again:
+a DAG run (check -> repair -> verify) costs one scan plus the candidates' round trips. The verify then re-checks
+the check's candidates and a random sample of the keys the check found consistent.
+
+Nothing is collected to the driver but counts and bounded samples. The work folder may be a local path or a Hadoop
+filesystem URL (file://, hdfs://, s3a://): only Spark reads and writes it.
 """
 
 import json
@@ -14,7 +23,6 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -22,15 +30,8 @@ from pyspark.sql import functions as F
 from james_consistency import gates
 from james_consistency.cql import CassandraSettings, close, connect, require_tables, table_names
 from james_consistency.engine import apply as apply_module
-from james_consistency.engine.diff import (
-    ACTUAL_PREFIX,
-    EXPECTED_PREFIX,
-    KINDS,
-    PRESENCE,
-    compare,
-    inconsistencies,
-    plan_metrics,
-)
+from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
+from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, plan_metrics
 from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.errors import NotApplicable, OperatorError
 from james_consistency.paths import LOCAL_DIR
@@ -45,6 +46,10 @@ NOT_APPLICABLE = "NOT_APPLICABLE"
 PARTIAL = "PARTIAL"
 FAILED = "FAILED"
 CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
+# A kept scan older than this is not reused: the repair would work from a picture of another night.
+MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
+# What a re-check found at a key, as the inconsistency it was.
+KIND_OF_ACTION = {apply_module.ADDED: MISSING, apply_module.UPDATED: OUTDATED, apply_module.REMOVED: ORPHAN}
 
 
 class RunFailed(Exception):
@@ -66,7 +71,7 @@ def _stage(run: "Run", name: str):
         run.report["error"] = f"{name} failed: {_reason(error)}"
         run.report["failedStage"] = name
         log.error(run.report["error"])
-        raise RunFailed(_finish(run, run.report, FAILED)) from None
+        raise RunFailed(_finish(run, FAILED)) from None
 
 
 UNREACHABLE_HINTS = (
@@ -116,6 +121,10 @@ class RunOptions:
     gates_enabled: bool = True
     # applicableFlag: also remove keywords no message of the mailbox uses (James itself only ever adds them).
     remove_unused_flags: bool = False
+    # repair/verify: work from the scan the check kept in `run_dir` instead of scanning again.
+    reuse_scan: bool = False
+    # The share of consistent keys the check keeps for a verify that reuses its scan.
+    verify_sample_fraction: float = 0.001
 
     def validate(self) -> None:
         validate_keyspace_name(self.keyspace)
@@ -125,9 +134,15 @@ class RunOptions:
             raise OperatorError("messages-per-second and recheck-delay must be 0 or more")
         if not 0 <= self.max_destructive_share <= 1:
             raise OperatorError(f"max destructive share {self.max_destructive_share} is outside 0..1")
+        if not 0 <= self.verify_sample_fraction <= 1:
+            raise OperatorError(f"verify sample fraction {self.verify_sample_fraction} is outside 0..1")
         for level in (self.truth_consistency, self.write_consistency):
             if level not in CONSISTENCY_LEVELS:
                 raise OperatorError(f"unknown consistency level '{level}': one of {', '.join(CONSISTENCY_LEVELS)}")
+        if self.reuse_scan and self.mode == "check":
+            raise OperatorError("a check makes the scan: --reuse-scan is for repair and verify")
+        if self.reuse_scan and not self.run_dir:
+            raise OperatorError("--reuse-scan needs --run-dir: the work folder of the check whose scan is reused")
 
     @property
     def dry_run(self) -> bool:
@@ -136,15 +151,50 @@ class RunOptions:
 
 @dataclass
 class Run:
+    """One run's identity and state; `spec` and `generation` are known once the target is resolved."""
+
     options: RunOptions
     settings: CassandraSettings
     spark: SparkSession
+    run_id: str = field(default_factory=lambda: f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
+    started: float = field(default_factory=time.time)
+    spec: ProjectionSpec | None = None
+    generation: str = ""
     report: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        self.work_dir = Path(self.options.run_dir or LOCAL_DIR / "runs" / self.run_id)
-        self.started = time.time()
+    @property
+    def keyspace(self) -> str:
+        return self.options.keyspace.lower()
+
+    @property
+    def work_dir(self) -> str:
+        return (self.options.run_dir or str(LOCAL_DIR / "runs" / self.run_id)).rstrip("/")
+
+    def path(self, name: str) -> str:
+        return f"{self.work_dir}/{name}"
+
+
+@dataclass
+class Scan:
+    """What a scan left: the candidates (in the work folder) and the figures measured on the way."""
+
+    health: dict
+    metrics: dict
+    finished_at: float
+    run_id: str
+    unreadable: int = 0
+    unreadable_errors: list = field(default_factory=list)
+    truth: DataFrame | None = None  # only for a scan made by this run: the health gate's problem sample
+
+    def kept(self) -> dict:
+        return {
+            "health": self.health,
+            "metrics": self.metrics,
+            "finishedAt": self.finished_at,
+            "runId": self.run_id,
+            "unreadable": self.unreadable,
+            "unreadableErrors": self.unreadable_errors,
+        }
 
 
 def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[str, ...]) -> DataFrame:
@@ -173,60 +223,6 @@ def read_table(spark: SparkSession, keyspace: str, table: str, columns: tuple[st
         raise OperatorError(f"cannot read {keyspace}.{table} through the connector: {error}") from None
 
 
-def candidates_by_key(spec: ProjectionSpec, found: DataFrame, truth: DataFrame) -> DataFrame:
-    """One candidate per projection key, carrying its kind, every value of the scan's hint columns seen at that key
-    (arrays: a broken truth may hold two rows for one key, and the re-check must see both), and the sample identity.
-
-    Hints come from both sides of the diff, or, for a projection without them, from the spec's locator over every
-    truth row at the key (grouped per key before the join: a per-mailbox projection has many truth rows per key)."""
-    expected_rows = F.count(F.col(EXPECTED_PREFIX + PRESENCE)).alias("expected_rows_at_key")
-    if spec.locate is None:
-        hints = [
-            F.array_distinct(
-                F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
-            ).alias(name + "_seen")
-            for name in spec.hint_columns
-        ]
-        identity = [
-            F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(
-                name
-            )
-            for name in spec.sample_columns
-            if name not in spec.key
-        ]
-        return found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows, *hints, *identity)
-
-    per_key = found.groupBy(*spec.key).agg(F.first("kind").alias("kind"), expected_rows)
-    located = spec.locate(truth).select(*spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns))
-    empty = F.array().cast("array<string>")
-    return (
-        per_key.join(located, on=list(spec.key), how="left")
-        .groupBy(*spec.key)
-        .agg(
-            F.first("kind").alias("kind"),
-            F.first("expected_rows_at_key").alias("expected_rows_at_key"),
-            *(
-                F.coalesce(F.array_distinct(F.collect_list(LOCATED + name)), empty).alias(name + "_seen")
-                for name in spec.hint_columns
-            ),
-            *(
-                F.first(LOCATED + name, ignorenulls=True).alias(name)
-                for name in spec.sample_columns
-                if name not in spec.key
-            ),
-        )
-    )
-
-
-def _problem_sample(truth: DataFrame, spec: ProjectionSpec, size: int) -> list[dict]:
-    """A few truth rows the health gate objects to (a second, filtered scan, only when the gate failed)."""
-    rows = truth.where(spec.truth_problem()).limit(min(size, 20)).collect()
-    return json.loads(json.dumps([row.asDict() for row in rows], default=str))
-
-
-LOCATED = "located_"
-
-
 def resolve_target(
     settings: CassandraSettings, target: str, keyspace: str, **spec_options
 ) -> tuple[ProjectionSpec, str]:
@@ -239,216 +235,212 @@ def resolve_target(
             raise OperatorError(f"keyspace '{keyspace}' has no James message tables (imapUidTable is missing)")
         keyspace_tables = frozenset(table_names(session, keyspace))
         spec = projection_spec(target, generation, keyspace_tables=keyspace_tables, **spec_options)
-        require_tables(session, keyspace, [spec.truth_table, *spec.extra_truth_tables, spec.projection_table])
+        require_tables(session, keyspace, [*spec.truth.tables, spec.projection_table])
     finally:
         close(session)
     return spec, generation
 
 
 def execute(spark: SparkSession, settings: CassandraSettings, options: RunOptions) -> dict:
-    """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate."""
+    """Run the engine; returns the report. Raises OperatorError for bad input, GateFailed for a failed gate,
+    RunFailed for an infrastructure failure."""
     options.validate()
+    _keep_scan_figures(spark)
+    run = Run(options, settings, spark)
+    try:
+        run.spec, run.generation = resolve_target(
+            settings, options.target, run.keyspace, remove_unused_flags=options.remove_unused_flags
+        )
+    except NotApplicable as reason:
+        return _not_applicable(run, str(reason))
+    run.report = _new_report(run)
+    log.info("%s %s on keyspace %s (James %s)", options.mode, run.spec.name, run.keyspace, run.generation)
+
+    scanned = kept_scan(run) if options.reuse_scan else scan(run)
+    judge(run, scanned)
+    if options.mode == "check" or (options.mode == "repair" and not sum(run.report["inconsistencies"].values())):
+        return _finish(run, PARTIAL if run.report.get("unreadableTruth") else COMPLETED)
+    plan(run, scanned)
+    with _stage(run, "re-check and fix"):
+        outcomes = reconcile(run)
+    return summarize(run, outcomes)
+
+
+def _keep_scan_figures(spark: SparkSession) -> None:
     # Adaptive execution prunes the plan after a stage that comes out empty (nothing inconsistent), and the plan's
     # Observation (the scan counts) would be lost with it.
     spark.conf.set(
         "spark.sql.adaptive.optimizer.excludedRules",
         "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
     )
-    run = Run(options, settings, spark)
-    keyspace = options.keyspace.lower()
-    try:
-        spec, generation = resolve_target(
-            settings, options.target, keyspace, remove_unused_flags=options.remove_unused_flags
-        )
-    except NotApplicable as reason:
-        return _not_applicable(run, keyspace, str(reason))
 
-    report = _new_report(run, spec, generation)
-    run.report = report
-    run.spec = spec
-    run.truth_rows_field = spec.report_names.processed_truth
-    log.info("%s %s on keyspace %s (James %s)", options.mode, spec.name, keyspace, generation)
 
-    # One pass: the truth and the projection are scanned once, the diff is written to the run's work folder, and
-    # the truth's health and the plan are measured on the way (Observations). The gates then judge those figures
-    # before anything is written to Cassandra; the driver never holds more than counts and samples.
+# ---- 1. scan ------------------------------------------------------------------------------------------------------
+
+
+def scan(run: Run) -> Scan:
+    """The truth and the projection scanned once; the diff's candidates written to the work folder, the truth's health
+    and the plan measured on the way. Kept for a repair or verify that reuses it."""
+    spec, spark, options = run.spec, run.spark, run.options
     with _stage(run, "scan"):
-        truth = (
-            spec.read_truth(lambda table, columns: read_table(spark, keyspace, table, columns))
-            if spec.read_truth
-            else read_table(spark, keyspace, spec.truth_table, spec.truth_columns)
-        )
-        projection = read_table(spark, keyspace, spec.projection_table, spec.columns)
-        if spec.projection_view is not None:
-            projection = spec.projection_view(projection)
+        truth = spec.truth.scan(lambda table, columns: read_table(spark, run.keyspace, table, columns))
+        projection = read_table(spark, run.keyspace, spec.projection_table, spec.columns)
+        if spec.projection.view is not None:
+            projection = spec.projection.view(projection)
         truth_health = Observation(f"truth-{run.run_id}")
-        observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.truth_metrics())
+        observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
+        equivalent = spec.projection.equivalent
         compared = compare(
             spec.derive(observed_truth),
             projection,
             spec.key,
             spec.value_columns,
-            spec.equivalent() if spec.equivalent else None,
+            equivalent() if equivalent else None,
         )
+        unreadable, unreadable_errors = 0, []
         if spec.unreadable is not None:
-            compared = _leave_unreadable_truth_alone(run, spec, truth, compared)
-        plan = Observation(f"plan-{run.run_id}")
+            compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
+        plan_figures = Observation(f"plan-{run.run_id}")
         keys = Observation(f"keys-{run.run_id}")
-        candidates = candidates_by_key(spec, inconsistencies(compared.observe(plan, *plan_metrics(compared))), truth)
-        candidates_path = run.work_dir / "candidates"
-        candidates.observe(
+        found = with_sample(
+            compared.observe(plan_figures, *plan_metrics(compared)), options.verify_sample_fraction, seed=7
+        )
+        candidates_by_key(spec, found, truth).observe(
             keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
-        ).write.mode("overwrite").parquet(str(candidates_path))
-        health, metrics = {**truth_health.get, **keys.get}, plan.get
-        scan_finished = time.time()
+        ).write.mode("overwrite").parquet(run.path("candidates"))
+        scanned = Scan(
+            health={**truth_health.get, **keys.get},
+            metrics=plan_figures.get,
+            finished_at=time.time(),
+            run_id=run.run_id,
+            unreadable=unreadable,
+            unreadable_errors=unreadable_errors,
+            truth=truth,
+        )
+        _write_json(spark, run.path("scan"), {"target": spec.name, "keyspace": run.keyspace, **scanned.kept()})
+    return scanned
 
-    truth_rows = health["truth_rows"]
-    report[spec.report_names.processed_truth] = truth_rows
-    report["truthHealth"] = health
-    if options.gates_enabled:
-        health_frame = spark.createDataFrame([health])
-        result = gates.validate(health_frame, spec.truth_suite_name, asset=f"{spec.name}_truth_health")
-        if not result.success:
-            result.sample_rows = _problem_sample(truth, spec, options.sample_size)
-        _gate(run, result)
 
-    report[spec.report_names.processed_projection] = metrics["projection_rows"]
-    report["expectedProjectionRows"] = metrics["expected_rows"]
-    report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}
-    destructive = sum(metrics[kind] for kind in spec.destructive_kinds)
-    report["plan"] = {
-        "toAdd": metrics["missing"],
-        "toRewrite": metrics["outdated"],
-        "toDelete": metrics["orphan"],
-        "destructiveShare": destructive / max(metrics["projection_rows"], 1),
-        "maxDestructiveShare": options.max_destructive_share,
-        "allowDestructive": options.allow_destructive,
+def kept_scan(run: Run) -> Scan:
+    """The scan a check kept in this run's work folder, for this target and keyspace, not older than a day."""
+    try:
+        kept = _read_json(run.spark, run.path("scan"))
+    except Exception:  # noqa: BLE001 - a missing or unreadable folder, said in one line
+        raise OperatorError(
+            f"no scan kept in {run.work_dir}: run the check with --run-dir {run.work_dir} first"
+        ) from None
+    if (kept.get("target"), kept.get("keyspace")) != (run.spec.name, run.keyspace):
+        raise OperatorError(
+            f"{run.work_dir} holds a scan of {kept.get('target')} on {kept.get('keyspace')}, "
+            f"not of {run.spec.name} on {run.keyspace}"
+        )
+    age = time.time() - kept["finishedAt"]
+    if age > MAX_REUSED_SCAN_AGE_SECONDS:
+        raise OperatorError(f"the scan kept in {run.work_dir} is {age / 3600:.0f} hours old: run a new check")
+    run.report["reusedScan"] = {
+        "runId": kept["runId"],
+        "scannedAt": datetime.fromtimestamp(kept["finishedAt"], UTC).isoformat(),
     }
-    total = sum(report["inconsistencies"].values())
-    log.info(
-        "scan: %d truth rows, %d projection rows, inconsistencies %s",
-        truth_rows,
-        metrics["projection_rows"],
-        report["inconsistencies"],
+    return Scan(
+        health=kept["health"],
+        metrics=kept["metrics"],
+        finished_at=kept["finishedAt"],
+        run_id=kept["runId"],
+        unreadable=kept["unreadable"],
+        unreadable_errors=kept["unreadableErrors"],
     )
 
-    if options.mode == "check" or (options.mode == "repair" and total == 0):
-        return _finish(run, report, PARTIAL if report.get("unreadableTruth") else COMPLETED)
 
-    if options.mode == "repair":
-        if options.gates_enabled:
-            threshold = 1.0 if options.allow_destructive else options.max_destructive_share
-            plan_frame = spark.createDataFrame(
-                [(float(report["plan"]["destructiveShare"]), destructive, metrics["projection_rows"])],
-                "destructive_share double, destructive_rows long, projection_rows long",
-            )
-            _gate(run, gates.validate(plan_frame, "plan_safety", {"max_destructive_share": threshold}))
-        _wait_until(scan_finished + options.recheck_delay_seconds)
-
-    with _stage(run, "re-check and fix"):
-        outcomes = _reconcile(run, spec, candidates_path, write=options.mode == "repair")
-
-    if options.mode == "verify":
-        remaining = outcomes.where(F.col("action") != apply_module.ALREADY_CONSISTENT)
-        report["remainingInconsistencies"] = remaining.count()
-        report["remainingSample"] = [
-            {**json.loads(row["sample"]), "kind": row["kind"], "error": row["error"]}
-            for row in remaining.limit(options.sample_size).collect()
-        ]
-        if options.gates_enabled:
-            _gate(run, gates.validate(remaining, "projection_matches_truth", asset=f"{spec.name}_remaining"))
-        return _finish(run, report, COMPLETED)
-    _summarize_outcomes(report, spec, outcomes, options)
-    status = PARTIAL if report["failedCount"] or report.get("unreadableTruth") else COMPLETED
-    return _finish(run, report, status)
-
-
-def _not_applicable(run: Run, keyspace: str, reason: str) -> dict:
-    log.info("%s: %s", run.options.target, reason)
-    report = {
-        "type": f"{run.options.target}-consistency",
-        "target": run.options.target,
-        "mode": run.options.mode,
-        "dryRun": run.options.dry_run,
-        "keyspace": keyspace,
-        "runId": run.run_id,
-        "reason": reason,
-        "inconsistencies": {kind: 0 for kind in KINDS},
-    }
-    return _finish(run, report, NOT_APPLICABLE)
-
-
-def _leave_unreadable_truth_alone(run: Run, spec: ProjectionSpec, truth: DataFrame, compared: DataFrame) -> DataFrame:
+def _leave_unreadable_truth_alone(run: Run, truth: DataFrame, compared: DataFrame) -> tuple[DataFrame, int, list]:
     """Truth units (e.g. a mailbox's ACL) that cannot be read are reported as errors, and every projection row of
     theirs is taken out of the diff: an unreadable truth must never look like an empty one."""
-    scope = spec.scope_column
-    bad = spec.unreadable(truth).select(F.col("mailbox").cast("string").alias(scope), "problem").cache()
+    spec = run.spec
+    scope = spec.unreadable.scope_column
+    bad = spec.unreadable.find(truth).select(F.col("mailbox").cast("string").alias(scope), "problem").cache()
     count = bad.count()
-    run.report["unreadableTruth"] = count
+    errors = []
     if count:
-        label = spec.sample_names.get(scope, scope)
-        run.report["errors"] = [
+        label = spec.sample.names.get(scope, scope)
+        errors = [
             {label: row[scope], "kind": "unreadable-truth", "error": row["problem"]}
             for row in bad.limit(run.options.sample_size).collect()
         ]
         log.warning("%d truth units cannot be read; their projection rows are left untouched", count)
-    return compared.join(F.broadcast(bad.select(scope)), on=scope, how="left_anti")
+    return compared.join(F.broadcast(bad.select(scope)), on=scope, how="left_anti"), count, errors
 
 
-def _reconcile(run: Run, spec: ProjectionSpec, candidates_path: Path, write: bool) -> DataFrame:
-    """Re-check (and, when `write`, fix) every candidate in the executors; outcomes go to parquet."""
-    spark, options = run.spark, run.options
-    candidates = spark.read.parquet(str(candidates_path))
-    parallelism = max(spark.sparkContext.defaultParallelism, 1)
-    rate_per_task = options.messages_per_second / parallelism if options.messages_per_second else 0.0
-    context = apply_module.ApplyContext(
-        settings=run.settings,
-        keyspace=options.keyspace.lower(),
-        truth_consistency=options.truth_consistency,
-        write_consistency=options.write_consistency,
-        rate_per_task=rate_per_task,
-        write=write,
-    )
-    outcomes_path = run.work_dir / ("outcomes" if write else "verification")
-    if spec.group_columns:
-        candidates = candidates.repartition(parallelism, *spec.group_columns).sortWithinPartitions(*spec.group_columns)
-    else:
-        candidates = candidates.repartition(parallelism)
-    rows = candidates.rdd.mapPartitions(apply_module.apply_partition(context, spec))
-    spark.createDataFrame(rows, apply_module.OUTCOME_SCHEMA).write.mode("overwrite").parquet(str(outcomes_path))
-    return spark.read.parquet(str(outcomes_path))
+def _write_json(spark: SparkSession, url: str, document: dict) -> None:
+    text = json.dumps(document, default=str)
+    spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(url)
 
 
-def _summarize_outcomes(report: dict, spec: ProjectionSpec, outcomes: DataFrame, options: RunOptions) -> None:
-    counts = {
-        (row["kind"], row["action"]): row["count"] for row in outcomes.groupBy("kind", "action").count().collect()
+def _read_json(spark: SparkSession, url: str) -> dict:
+    return json.loads(spark.read.text(url).first()["value"])
+
+
+# ---- 2. judge -----------------------------------------------------------------------------------------------------
+
+
+def judge(run: Run, scanned: Scan) -> None:
+    """The truth-health gate judges the scan's figures; the report gets what the scan found."""
+    spec, report, options, metrics = run.spec, run.report, run.options, scanned.metrics
+    report[spec.report_names.processed_truth] = scanned.health["truth_rows"]
+    report["truthHealth"] = scanned.health
+    if spec.unreadable is not None:
+        report["unreadableTruth"] = scanned.unreadable
+        if scanned.unreadable_errors:
+            report["errors"] = list(scanned.unreadable_errors)
+    if options.gates_enabled:
+        result = gates.validate(
+            run.spark.createDataFrame([scanned.health]), spec.health.suite, asset=f"{spec.name}_truth_health"
+        )
+        if not result.success and scanned.truth is not None:
+            result.sample_rows = _problem_sample(scanned.truth, spec, options.sample_size)
+        _gate(run, result)
+    report[spec.report_names.processed_projection] = metrics["projection_rows"]
+    report["expectedProjectionRows"] = metrics["expected_rows"]
+    report["inconsistencies"] = {kind: metrics[kind] for kind in KINDS}
+    destructive = sum(metrics[kind] for kind in spec.projection.destructive_kinds)
+    report["plan"] = {
+        "toAdd": metrics["missing"],
+        "toRewrite": metrics["outdated"],
+        "toDelete": metrics["orphan"],
+        "destructiveRows": destructive,
+        "destructiveShare": destructive / max(metrics["projection_rows"], 1),
+        "maxDestructiveShare": options.max_destructive_share,
+        "allowDestructive": options.allow_destructive,
     }
-    by_action: dict[str, int] = {}
-    for (_, action), count in counts.items():
-        by_action[action] = by_action.get(action, 0) + count
-    names = spec.report_names
-    report[names.added] = by_action.get(apply_module.ADDED, 0)
-    report[names.updated] = by_action.get(apply_module.UPDATED, 0)
-    report[names.removed] = by_action.get(apply_module.REMOVED, 0)
-    report["alreadyConsistentOnRecheck"] = by_action.get(apply_module.ALREADY_CONSISTENT, 0)
-    report["outcomes"] = [
-        {"kind": kind, "action": action, "count": count} for (kind, action), count in sorted(counts.items())
-    ]
-    fixed = outcomes.where(F.col("action").isin(apply_module.ADDED, apply_module.UPDATED, apply_module.REMOVED))
-    report["fixedInconsistencies"] = [json.loads(row["sample"]) for row in fixed.limit(options.sample_size).collect()]
-    failed = outcomes.where(F.col("action") == apply_module.FAILED)
-    report["failedCount"] = by_action.get(apply_module.FAILED, 0)
-    report["errors"] = report.get("errors", []) + [
-        {**json.loads(row["sample"]), "kind": row["kind"], "error": row["error"]}
-        for row in failed.limit(options.sample_size).collect()
-    ]
+    log.info(
+        "scan: %d truth rows, %d projection rows, inconsistencies %s",
+        scanned.health["truth_rows"],
+        metrics["projection_rows"],
+        report["inconsistencies"],
+    )
 
 
-def _gate(run: Run, result: gates.GateResult) -> None:
-    run.report.setdefault("gates", []).append(result.as_dict())
-    log.info(result.summary())
-    if not result.success:
-        raise GateFailed(_finish(run, run.report, FAILED))
+def _problem_sample(truth: DataFrame, spec: ProjectionSpec, size: int) -> list[dict]:
+    """A few truth rows the health gate objects to (a second, filtered scan, only when the gate failed)."""
+    rows = truth.where(spec.health.problem()).limit(min(size, 20)).collect()
+    return json.loads(json.dumps([row.asDict() for row in rows], default=str))
+
+
+# ---- 3. plan ------------------------------------------------------------------------------------------------------
+
+
+def plan(run: Run, scanned: Scan) -> None:
+    """Before a repair writes: the plan-safety gate, then the delay that lets in-flight James writes land."""
+    options = run.options
+    if options.mode != "repair":
+        return
+    if options.gates_enabled:
+        planned = run.report["plan"]
+        threshold = 1.0 if options.allow_destructive else options.max_destructive_share
+        plan_frame = run.spark.createDataFrame(
+            [(float(planned["destructiveShare"]), planned["destructiveRows"], scanned.metrics["projection_rows"])],
+            "destructive_share double, destructive_rows long, projection_rows long",
+        )
+        _gate(run, gates.validate(plan_frame, "plan_safety", {"max_destructive_share": threshold}))
+    _wait_until(scanned.finished_at + options.recheck_delay_seconds)
 
 
 def _wait_until(moment: float) -> None:
@@ -458,19 +450,136 @@ def _wait_until(moment: float) -> None:
         time.sleep(delay)
 
 
-def _new_report(run: Run, spec: ProjectionSpec, generation: str) -> dict:
-    options = run.options
+# ---- 4. reconcile -------------------------------------------------------------------------------------------------
+
+
+def reconcile(run: Run) -> DataFrame:
+    """Re-check (and, in a repair, fix) every candidate in the executors; outcomes go to the work folder.
+
+    The sampled consistent keys are re-checked only by a verify that reuses the check's scan: a verify that scanned
+    again has its own candidates, and a repair has nothing to do with them."""
+    spark, options, spec = run.spark, run.options, run.spec
+    candidates = spark.read.parquet(run.path("candidates"))
+    if not (options.mode == "verify" and options.reuse_scan):
+        candidates = candidates.where(F.col("kind") != SAMPLED)
+    parallelism = max(spark.sparkContext.defaultParallelism, 1)
+    context = apply_module.ApplyContext(
+        settings=run.settings,
+        keyspace=run.keyspace,
+        truth_consistency=options.truth_consistency,
+        write_consistency=options.write_consistency,
+        rate_per_task=options.messages_per_second / parallelism if options.messages_per_second else 0.0,
+        write=options.mode == "repair",
+    )
+    group = spec.writing.group_columns
+    if group:
+        candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group)
+    else:
+        candidates = candidates.repartition(parallelism)
+    outcomes_path = run.path("outcomes" if options.mode == "repair" else "verification")
+    rows = candidates.rdd.mapPartitions(apply_module.apply_partition(context, spec))
+    spark.createDataFrame(rows, apply_module.OUTCOME_SCHEMA).write.mode("overwrite").parquet(outcomes_path)
+    return spark.read.parquet(outcomes_path)
+
+
+# ---- 5. summarize -------------------------------------------------------------------------------------------------
+
+
+def summarize(run: Run, outcomes: DataFrame) -> dict:
+    if run.options.mode == "verify":
+        return _summarize_verification(run, outcomes)
+    report, spec, size = run.report, run.spec, run.options.sample_size
+    by_action = _count_by_action(report, outcomes)
+    names = spec.report_names
+    report[names.added] = by_action.get(apply_module.ADDED, 0)
+    report[names.updated] = by_action.get(apply_module.UPDATED, 0)
+    report[names.removed] = by_action.get(apply_module.REMOVED, 0)
+    report["alreadyConsistentOnRecheck"] = by_action.get(apply_module.ALREADY_CONSISTENT, 0)
+    fixed = outcomes.where(F.col("action").isin(apply_module.ADDED, apply_module.UPDATED, apply_module.REMOVED))
+    report["fixedInconsistencies"] = [json.loads(row["sample"]) for row in fixed.limit(size).collect()]
+    failed = outcomes.where(F.col("action") == apply_module.FAILED)
+    report["failedCount"] = by_action.get(apply_module.FAILED, 0)
+    report["errors"] = report.get("errors", []) + [_error_entry(row) for row in failed.limit(size).collect()]
+    return _finish(run, PARTIAL if report["failedCount"] or report.get("unreadableTruth") else COMPLETED)
+
+
+def _summarize_verification(run: Run, outcomes: DataFrame) -> dict:
+    report, options = run.report, run.options
+    by_action = _count_by_action(report, outcomes)
+    remaining = outcomes.where(F.col("action") != apply_module.ALREADY_CONSISTENT)
+    report["remainingInconsistencies"] = sum(
+        count for action, count in by_action.items() if action != apply_module.ALREADY_CONSISTENT
+    )
+    report["remainingSample"] = [_error_entry(row) for row in remaining.limit(options.sample_size).collect()]
+    if options.reuse_scan:
+        # What is found now, not what the check found before the repair.
+        report["inconsistencies"] = {kind: 0 for kind in KINDS}
+        for action, kind in KIND_OF_ACTION.items():
+            report["inconsistencies"][kind] = by_action.get(action, 0)
+        verified = [(entry["kind"] == SAMPLED, entry["count"]) for entry in report["outcomes"]]
+        report["verifiedCandidates"] = sum(count for sampled, count in verified if not sampled)
+        report["verifiedSample"] = sum(count for sampled, count in verified if sampled)
+    if options.gates_enabled:
+        _gate(run, gates.validate(remaining, "projection_matches_truth", asset=f"{run.spec.name}_remaining"))
+    return _finish(run, COMPLETED)
+
+
+def _error_entry(outcome) -> dict:
+    return {**json.loads(outcome["sample"]), "kind": outcome["kind"], "error": outcome["error"]}
+
+
+def _count_by_action(report: dict, outcomes: DataFrame) -> dict[str, int]:
+    counts = {
+        (row["kind"], row["action"]): row["count"] for row in outcomes.groupBy("kind", "action").count().collect()
+    }
+    report["outcomes"] = [
+        {"kind": kind, "action": action, "count": count} for (kind, action), count in sorted(counts.items())
+    ]
+    by_action: dict[str, int] = {}
+    for (_, action), count in counts.items():
+        by_action[action] = by_action.get(action, 0) + count
+    return by_action
+
+
+# ---- the report ---------------------------------------------------------------------------------------------------
+
+
+def _gate(run: Run, result: gates.GateResult) -> None:
+    run.report.setdefault("gates", []).append(result.as_dict())
+    log.info(result.summary())
+    if not result.success:
+        raise GateFailed(_finish(run, FAILED))
+
+
+def _not_applicable(run: Run, reason: str) -> dict:
+    log.info("%s: %s", run.options.target, reason)
+    run.report = {
+        "type": f"{run.options.target}-consistency",
+        "target": run.options.target,
+        "mode": run.options.mode,
+        "dryRun": run.options.dry_run,
+        "keyspace": run.keyspace,
+        "runId": run.run_id,
+        "reason": reason,
+        "inconsistencies": {kind: 0 for kind in KINDS},
+    }
+    return _finish(run, NOT_APPLICABLE)
+
+
+def _new_report(run: Run) -> dict:
+    options, spec = run.options, run.spec
     names = spec.report_names
     return {
         "type": f"{spec.name}-consistency",
         "target": spec.name,
         "mode": options.mode,
         "dryRun": options.dry_run,
-        "keyspace": options.keyspace.lower(),
-        "generation": generation,
-        "truthTable": spec.truth_table,
+        "keyspace": run.keyspace,
+        "generation": run.generation,
+        "truthTable": spec.truth.table,
         "projectionTable": spec.projection_table,
         "runId": run.run_id,
+        "workDir": run.work_dir,
         "startedAt": datetime.fromtimestamp(run.started, UTC).isoformat(),
         names.processed_truth: 0,
         names.processed_projection: 0,
@@ -487,44 +596,25 @@ def _new_report(run: Run, spec: ProjectionSpec, generation: str) -> dict:
             "writeConsistency": options.write_consistency,
             "maxDestructiveShare": options.max_destructive_share,
             "allowDestructive": options.allow_destructive,
+            "reuseScan": options.reuse_scan,
         },
         "gates": [],
     }
 
 
-def _finish(run: Run, report: dict, status: str) -> dict:
-    spec = getattr(run, "spec", None)
-    if spec is not None and spec.finish_report is not None:
-        spec.finish_report(report)
+def _finish(run: Run, status: str) -> dict:
+    report = run.report
+    if run.spec is not None and run.spec.finish_report is not None:
+        run.spec.finish_report(report)
     finished = time.time()
     report["status"] = status
     report["result"] = status
     report["finishedAt"] = datetime.fromtimestamp(finished, UTC).isoformat()
     report["durationSeconds"] = round(finished - run.started, 3)
-    truth_rows = report.get(getattr(run, "truth_rows_field", ""), 0)
+    truth_rows = report.get(run.spec.report_names.processed_truth, 0) if run.spec else 0
     if truth_rows and report["durationSeconds"] > 0:
         report["truthRowsPerSecond"] = math.floor(truth_rows / report["durationSeconds"])
     return report
-
-
-def write_report(report: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    return path
-
-
-def summary_line(report: dict) -> str:
-    found = ", ".join(f"{kind} {count}" for kind, count in report.get("inconsistencies", {}).items())
-    line = f"{report['target']} {report['mode']} on {report['keyspace']}: {report['status']}; found {found}"
-    if report["mode"] == "repair":
-        keys = [k for k in report if k.startswith(("added", "updated", "removed"))]
-        line += "; " + ", ".join(f"{k} {report[k]}" for k in keys)
-        line += f"; already consistent on re-check {report.get('alreadyConsistentOnRecheck', 0)}"
-        line += f"; errors {report.get('failedCount', 0)}"
-    if report["mode"] == "verify":
-        line += f"; remaining {report.get('remainingInconsistencies', 0)}"
-    return line + f" ({report.get('durationSeconds', 0)}s)"
 
 
 def as_dict(options: RunOptions) -> dict:

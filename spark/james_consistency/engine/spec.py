@@ -1,10 +1,40 @@
-"""What a projection repair needs to know, declared once per projection; the engine does the rest."""
+"""What a projection repair needs to know, declared once per projection in a few small parts; the engine does the rest.
+
+Every part checks itself when it is built, and so does the spec as a whole: a spec that names a column its projection
+does not have, or half of a pair (an unreadable-truth finder without the column it scopes), fails at import time with
+the projection's name, not at 3 a.m. in an executor.
+
+    ProjectionSpec
+      truth        Truth             where the source of truth is read (one table, or a reader over several)
+      projection   Projection        the projection table: key, columns, how rows compare, what is destructive
+      derive       truth -> expected projection rows (a DataFrame with the projection's columns)
+      recheck      (session, context, key, candidate) -> the expected row now, read live, or None
+      report_names ReportNames       James's report field names for this task
+      health       TruthHealth       the truth's health figures, judged by a Great Expectations suite
+      hints        CandidateHints    optional: scanned values that help the re-check find the truth
+      sample       Sample            optional: a candidate's identity in the report's samples
+      unreadable   UnreadableTruth   optional: truth units that cannot be read, and the column scoping them
+      writing      Writing           how candidates are read and written in the executors
+      finish_report                  optional: adds the projection's own report fields at the end
+"""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+DESTRUCTIVE_BY_DEFAULT = ("outdated", "orphan")
+FIX_KINDS = ("missing", "outdated", "orphan")
+
+
+class SpecError(ValueError):
+    """A projection spec contradicts itself (a programming error, found when the spec is built)."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise SpecError(message)
 
 
 @dataclass(frozen=True)
@@ -19,72 +49,172 @@ class ReportNames:
 
 
 @dataclass(frozen=True)
-class ProjectionSpec:
-    """A projection derived row by row from a source of truth.
+class Truth:
+    """The source of truth: `table`'s `columns` by a connector scan, or, for a truth spread over several tables,
+    `read(read_table)` building it with `read_table(table, columns)`; every table it reads beyond `table` is named in
+    `extra_tables` (checked before the scan, so a missing one is a clear error)."""
 
-    `derive` turns the scanned truth DataFrame into the expected projection rows (same columns as `columns`);
-    the engine full-outer-joins them with the scanned projection on `key` and compares every other column.
-    `recheck` re-reads the truth of ONE candidate key from live Cassandra (in an executor) and returns the
-    expected projection row as a dict, or None when the truth says no row should exist.
-    """
+    table: str
+    columns: tuple[str, ...] = ()
+    read: Callable[[Callable[[str, tuple[str, ...]], DataFrame]], DataFrame] | None = None
+    extra_tables: tuple[str, ...] = ()
 
-    name: str
-    truth_table: str
-    projection_table: str
-    key: tuple[str, ...]
-    columns: tuple[str, ...]
-    derive: Callable[[DataFrame], DataFrame]
-    recheck: Callable[..., dict | None]
-    report_names: ReportNames
-    # Columns of the truth read by the scan (the derivation's input).
-    truth_columns: tuple[str, ...] = ()
-    # Scanned columns that help the re-check find the truth (e.g. messageId): every value seen at a candidate's key,
-    # on either side, reaches the re-check as the array `<name>_seen`.
-    hint_columns: tuple[str, ...] = ()
-    # Identity of a candidate in the report's `fixedInconsistencies` sample, under James's names
-    # (Cassandra lower-cases column names: mailboxid -> mailboxId).
-    sample_columns: tuple[str, ...] = ()
-    sample_names: dict[str, str] = field(default_factory=dict)
-    # Column types by name (CQL), for binding keys read back from Spark.
-    cql_types: dict[str, str] = field(default_factory=dict)
-    # For projections that do not carry the hint columns themselves (e.g. messageDeleted has no messageId): a
-    # function of the scanned truth giving (key..., hint...) for EVERY truth row, joined to the candidates.
-    locate: Callable[[DataFrame], DataFrame] | None = None
-    # The Great Expectations suite of the truth (projections of one truth share it).
-    truth_suite: str = ""
-    # For a truth that can be unreadable (ACL JSON): a function of the scanned truth giving (mailbox, problem) for
-    # each unit that cannot be read; the projection rows whose `scope_column` names such a unit are left alone.
-    unreadable: Callable[[DataFrame], DataFrame] | None = None
-    scope_column: str = ""
-    # The truth's health, measured during the scan: named aggregate columns judged by the truth suite, and the
-    # filter that finds the rows behind a failure.
-    truth_metrics: Callable[[], list[Column]] = field(default=lambda: [])
-    truth_problem: Callable[[], Column] = field(default=lambda: F.lit(False))
-    # A truth spread over several tables: `read_truth(read)` builds it with `read(table, columns)` (a connector
-    # scan); the default scans `truth_table`. Every table it reads is named in `extra_truth_tables` (pre-flight).
-    read_truth: Callable[[Callable[[str, tuple[str, ...]], DataFrame]], DataFrame] | None = None
-    extra_truth_tables: tuple[str, ...] = ()
-    # Only part of the projection table is this repair's business (e.g. MAILBOX quota rows, not SIEVE ones).
-    projection_view: Callable[[DataFrame], DataFrame] | None = None
-    # When expected and actual rows are equivalent without being equal (an absent counter row is a zero; an
-    # add-only index holding more than expected), a condition over the diff's expected_/actual_ columns.
-    equivalent: Callable[[], Column] | None = None
-    # How candidates are read and written in the executors: (session, ApplyContext, spec) -> a writer with
-    # read/consistent/write/remove (engine.apply.ProjectionWriter for plain rows).
-    writer: Callable | None = None
-    # The kinds of fixes that can take something away from users (judged by the plan-safety gate): rewriting a row
-    # replaces its values, deleting it removes them; an add-only projection has none.
-    destructive_kinds: tuple[str, ...] = ("outdated", "orphan")
-    # Candidates sharing these columns are re-checked one after the other in the same task (e.g. the count and size
-    # rows of one quota root, recounted once).
-    group_columns: tuple[str, ...] = ()
-    # Adds the projection's James report fields once the run's figures are known: (report) -> None.
-    finish_report: Callable[[dict], None] | None = None
+    def __post_init__(self):
+        _require(bool(self.table), "a truth needs its table")
+        _require(bool(self.columns) or self.read is not None, f"truth {self.table}: name its columns or a reader")
+        _require(
+            not self.extra_tables or self.read is not None,
+            f"truth {self.table}: extra tables {self.extra_tables} are read only by a reader",
+        )
 
     @property
-    def truth_suite_name(self) -> str:
-        return self.truth_suite or f"{self.name}_truth_health"
+    def tables(self) -> tuple[str, ...]:
+        return (self.table, *self.extra_tables)
+
+    def scan(self, read_table: Callable[[str, tuple[str, ...]], DataFrame]) -> DataFrame:
+        return self.read(read_table) if self.read else read_table(self.table, self.columns)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The projection table. `view` keeps the part of it this repair owns (e.g. MAILBOX quota rows, not SIEVE ones);
+    `equivalent` is a condition over the diff's expected_/actual_ columns for rows equivalent without being equal
+    (an absent counter row is a zero; an add-only index holding more than expected); `destructive_kinds` are the
+    kinds of fixes that can take something away from users (judged by the plan-safety gate)."""
+
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    cql_types: dict[str, str]
+    view: Callable[[DataFrame], DataFrame] | None = None
+    equivalent: Callable[[], Column] | None = None
+    destructive_kinds: tuple[str, ...] = DESTRUCTIVE_BY_DEFAULT
+
+    def __post_init__(self):
+        _require(bool(self.key), f"projection {self.table}: no key")
+        missing = [column for column in self.key if column not in self.columns]
+        _require(not missing, f"projection {self.table}: key columns {missing} are not among its columns")
+        untyped = [column for column in self.key if column not in self.cql_types]
+        _require(not untyped, f"projection {self.table}: key columns {untyped} have no CQL type")
+        unknown = [kind for kind in self.destructive_kinds if kind not in FIX_KINDS]
+        _require(not unknown, f"projection {self.table}: unknown fix kinds {unknown}")
 
     @property
     def value_columns(self) -> tuple[str, ...]:
         return tuple(column for column in self.columns if column not in self.key)
+
+
+@dataclass(frozen=True)
+class TruthHealth:
+    """The truth's health, measured during the scan: named aggregate columns judged by the GX suite `suite`, and the
+    filter that finds the rows behind a failure (a second scan, only when the gate failed)."""
+
+    suite: str
+    metrics: Callable[[], list[Column]] = lambda: []
+    problem: Callable[[], Column] = lambda: F.lit(False)
+
+    def __post_init__(self):
+        _require(bool(self.suite), "truth health needs its expectation suite")
+
+
+@dataclass(frozen=True)
+class CandidateHints:
+    """Scanned columns that help the re-check find the truth (e.g. messageId): every value seen at a candidate's key
+    reaches the re-check as the array `<name>_seen`. A projection that does not carry them itself (messageDeleted
+    has no messageId) gives `locate(truth)`: (key..., hint...) for EVERY truth row, joined to the candidates."""
+
+    columns: tuple[str, ...]
+    locate: Callable[[DataFrame], DataFrame] | None = None
+
+    def __post_init__(self):
+        _require(bool(self.columns), "candidate hints need at least one column")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A candidate's identity in the report's samples, under James's names (Cassandra lower-cases column names:
+    mailboxid -> mailboxId)."""
+
+    columns: tuple[str, ...] = ()
+    names: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        unnamed = [name for name in self.names if name not in self.columns]
+        _require(not unnamed, f"sample names {unnamed} rename columns the sample does not hold")
+
+
+@dataclass(frozen=True)
+class UnreadableTruth:
+    """A truth that can be unreadable (ACL JSON): `find(truth)` gives (mailbox, problem) per unit that cannot be
+    read; the projection rows whose `scope_column` names such a unit are left alone and reported."""
+
+    find: Callable[[DataFrame], DataFrame]
+    scope_column: str
+
+    def __post_init__(self):
+        _require(bool(self.scope_column), "an unreadable-truth finder needs the projection column it scopes")
+
+
+@dataclass(frozen=True)
+class Writing:
+    """How candidates are read and written in the executors: `writer(session, context, spec)` gives an object with
+    read/consistent/write/remove (None: engine.apply.ProjectionWriter, plain rows). Candidates sharing
+    `group_columns` are re-checked one after the other in one task (e.g. the rows of one quota root)."""
+
+    writer: Callable | None = None
+    group_columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProjectionSpec:
+    """A projection derived row by row from a source of truth (see the module docstring for the parts).
+
+    The engine full-outer-joins `derive(truth)` with the scanned projection on its key and compares every other
+    column; `recheck` re-reads the truth of ONE candidate key from live Cassandra (in an executor).
+    """
+
+    name: str
+    truth: Truth
+    projection: Projection
+    derive: Callable[[DataFrame], DataFrame]
+    recheck: Callable[..., dict | None]
+    report_names: ReportNames
+    health: TruthHealth
+    hints: CandidateHints | None = None
+    sample: Sample = Sample()
+    unreadable: UnreadableTruth | None = None
+    writing: Writing = Writing()
+    finish_report: Callable[[dict], None] | None = None
+
+    def __post_init__(self):
+        _require(bool(self.name), "a projection spec needs its name")
+        columns = self.projection.columns
+        hint_columns = self.hints.columns if self.hints else ()
+        strange = [column for column in self.sample.columns if column not in (*columns, *hint_columns)]
+        _require(not strange, f"{self.name}: sample columns {strange} are neither projection nor hint columns")
+        if self.unreadable is not None:
+            scope = self.unreadable.scope_column
+            _require(scope in columns, f"{self.name}: unreadable truth scoped by {scope}, not a projection column")
+        ungrouped = [column for column in self.writing.group_columns if column not in columns]
+        _require(not ungrouped, f"{self.name}: group columns {ungrouped} are not projection columns")
+
+    # The names the engine and the writers use most, read from the parts.
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.projection.key
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.projection.columns
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return self.projection.value_columns
+
+    @property
+    def projection_table(self) -> str:
+        return self.projection.table
+
+    @property
+    def hint_columns(self) -> tuple[str, ...]:
+        return self.hints.columns if self.hints else ()

@@ -21,14 +21,18 @@ from pyspark.sql.types import MapType, StringType, StructField, StructType
 from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.engine.apply import ApplyContext, UpdateWriter
 from james_consistency.engine.live import prepared, with_retries
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.errors import NotApplicable
-from james_consistency.projections.health import (
-    acl_event_problems,
-    any_problem,
-    counted_problems,
-    legacy_acl_problems,
+from james_consistency.engine.spec import (
+    Projection,
+    ProjectionSpec,
+    ReportNames,
+    Sample,
+    Truth,
+    TruthHealth,
+    UnreadableTruth,
+    Writing,
 )
+from james_consistency.errors import NotApplicable
+from james_consistency.projections.health import acl_event_problems, legacy_acl_problems, truth_health
 
 # MailboxACL.SpecialName: `anybody` up to James 3.8, `anyone` since 3.9; a keyspace may hold either.
 SPECIAL_NAMES = ("owner", "anyone", "anybody", "authenticated")
@@ -182,23 +186,18 @@ def _truth_table(generation: str) -> tuple[str, tuple[str, ...]]:
     return "acl", ("id", "acl")
 
 
-def _truth(generation: str) -> dict:
-    """Where the truth is read and how its health is judged (every eventStore figure is about ACL aggregates)."""
+def _truth(generation: str) -> Truth:
+    """Where the truth is read: eventStore holds every aggregate of James, of which only mailbox ACLs are kept."""
     truth_table, truth_columns = _truth_table(generation)
-    problems = acl_event_problems if generation == "3.9" else legacy_acl_problems
-    read_truth = None
     if generation == "3.9":
+        return Truth(truth_table, truth_columns, read=lambda read: mailbox_acl_events(read(truth_table, truth_columns)))
+    return Truth(truth_table, truth_columns)
 
-        def read_truth(read):
-            return mailbox_acl_events(read(truth_table, truth_columns))
 
-    return {
-        "truth_table": truth_table,
-        "truth_columns": truth_columns,
-        "read_truth": read_truth,
-        "truth_metrics": lambda: counted_problems(problems()),
-        "truth_problem": lambda: any_problem(problems()),
-    }
+def _health(generation: str) -> TruthHealth:
+    """Every eventStore figure is about ACL aggregates (the others are filtered out before)."""
+    problems = acl_event_problems if generation == "3.9" else legacy_acl_problems
+    return truth_health(f"acl_truth_health_{generation.replace('.', '')}", problems)
 
 
 def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
@@ -215,19 +214,19 @@ def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
 
     return ProjectionSpec(
         name="acl",
-        projection_table="UserMailboxACL",
-        key=("username", "mailboxid"),
-        columns=("username", "mailboxid", "rights"),
+        truth=_truth(generation),
+        projection=Projection(
+            "UserMailboxACL",
+            key=("username", "mailboxid"),
+            columns=("username", "mailboxid", "rights"),
+            cql_types={"username": "text", "mailboxid": "timeuuid"},
+        ),
         derive=derive,
         recheck=recheck,
         report_names=_report_names("UserMailboxACL"),
-        sample_columns=("username", "mailboxid"),
-        sample_names={"username": "userName", "mailboxid": "mailboxId"},
-        cql_types={"username": "text", "mailboxid": "timeuuid"},
-        truth_suite=f"acl_truth_health_{generation.replace('.', '')}",
-        unreadable=lambda truth: unreadable(truth, generation),
-        scope_column="mailboxid",
-        **_truth(generation),
+        health=_health(generation),
+        sample=Sample(("username", "mailboxid"), {"username": "userName", "mailboxid": "mailboxId"}),
+        unreadable=UnreadableTruth(lambda truth: unreadable(truth, generation), scope_column="mailboxid"),
     )
 
 
@@ -250,22 +249,19 @@ def aclv2_projection(generation: str) -> ProjectionSpec:
 
     return ProjectionSpec(
         name="aclv2",
-        projection_table="aclv2",
-        key=("id", "key"),
-        columns=("id", "key", "rights"),
+        truth=_truth(generation),
+        projection=Projection(
+            "aclv2", key=("id", "key"), columns=("id", "key", "rights"), cql_types={"id": "timeuuid", "key": "text"}
+        ),
         derive=derive,
         recheck=recheck,
         report_names=_report_names("Aclv2"),
-        sample_columns=("id", "key"),
-        sample_names={"id": "mailboxId", "key": "entryKey"},
-        cql_types={"id": "timeuuid", "key": "text"},
-        truth_suite="acl_truth_health_39",
-        unreadable=lambda truth: unreadable(truth, generation),
-        scope_column="id",
+        health=_health(generation),
+        sample=Sample(("id", "key"), {"id": "mailboxId", "key": "entryKey"}),
+        unreadable=UnreadableTruth(lambda truth: unreadable(truth, generation), scope_column="id"),
         # James writes aclv2 only by UPDATE (CassandraACLDAOV2): a row the repair INSERTed would keep its row marker
         # and outlive James's removal of the entry's rights, as an entry with no rights.
-        writer=UpdateWriter,
-        **_truth(generation),
+        writing=Writing(UpdateWriter),
     )
 
 

@@ -27,8 +27,17 @@ from pyspark.sql.types import StringType
 from james_consistency.engine.apply import ApplyContext, ProjectionWriter
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX, PRESENCE
 from james_consistency.engine.live import prepared, with_retries
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.projections.health import any_problem, counted_problems
+from james_consistency.engine.spec import (
+    CandidateHints,
+    Projection,
+    ProjectionSpec,
+    ReportNames,
+    Sample,
+    Truth,
+    UnreadableTruth,
+    Writing,
+)
+from james_consistency.projections.health import truth_health
 
 MISSING_ROW = "missing-attachment-row"
 NO_BLOB_ID = "attachment-without-blob-id"
@@ -185,18 +194,16 @@ class AddOnlyWriter(ProjectionWriter):
 
 
 def _common(generation: str, keyspace_tables) -> dict:
+    tables = _message_tables(generation, keyspace_tables)
     return {
         "name": "attachments",
-        "truth_table": _message_tables(generation, keyspace_tables)[0],
-        "extra_truth_tables": (*_message_tables(generation, keyspace_tables)[1:], "attachmentV2", "imapUidTable"),
-        "read_truth": _read_truth(generation, keyspace_tables),
-        "truth_suite": "attachments_truth_health",
-        "truth_metrics": lambda: counted_problems(attachment_truth_problems()),
-        "truth_problem": lambda: any_problem(attachment_truth_problems()),
-        "unreadable": unfixable,
+        "truth": Truth(
+            tables[0],
+            read=_read_truth(generation, keyspace_tables),
+            extra_tables=(*tables[1:], "attachmentV2", "imapUidTable"),
+        ),
+        "health": truth_health("attachments_truth_health", attachment_truth_problems),
         "finish_report": finish_report,
-        # Nothing this check does takes anything away: it only adds missing references.
-        "destructive_kinds": (),
     }
 
 
@@ -222,9 +229,21 @@ def attachment_projection(generation: str, keyspace_tables: frozenset | None = N
         return None
 
     return ProjectionSpec(
-        projection_table="attachmentV2",
-        key=("idasuuid",),
-        columns=("idasuuid", "message_id"),
+        projection=Projection(
+            "attachmentV2",
+            key=("idasuuid",),
+            columns=("idasuuid", "message_id"),
+            cql_types={"idasuuid": "uuid", "message_id": "timeuuid"},
+            # Only a row without message id is fixed: rows no message references and references already held are
+            # kept.
+            equivalent=lambda: (
+                F.col(EXPECTED_PREFIX + PRESENCE).isNull()
+                | F.col(ACTUAL_PREFIX + PRESENCE).isNull()
+                | F.col(ACTUAL_PREFIX + "message_id").isNotNull()
+            ),
+            # Nothing this check does takes anything away: it only adds missing references.
+            destructive_kinds=(),
+        ),
         derive=derive,
         recheck=recheck,
         report_names=ReportNames(
@@ -234,18 +253,10 @@ def attachment_projection(generation: str, keyspace_tables: frozenset | None = N
             updated="updatedAttachmentMessageIds",
             removed="removedAttachmentMessageIds",
         ),
-        hint_columns=("message_id",),
-        sample_columns=("idasuuid", "message_id"),
-        sample_names={"idasuuid": "attachmentIdAsUuid", "message_id": "messageId"},
-        cql_types={"idasuuid": "uuid", "message_id": "timeuuid"},
-        scope_column="idasuuid",
-        # Only a row without message id is fixed: rows no message references and references already held are kept.
-        equivalent=lambda: (
-            F.col(EXPECTED_PREFIX + PRESENCE).isNull()
-            | F.col(ACTUAL_PREFIX + PRESENCE).isNull()
-            | F.col(ACTUAL_PREFIX + "message_id").isNotNull()
-        ),
-        writer=MessageIdColumnWriter,
+        hints=CandidateHints(("message_id",)),
+        sample=Sample(("idasuuid", "message_id"), {"idasuuid": "attachmentIdAsUuid", "message_id": "messageId"}),
+        unreadable=UnreadableTruth(unfixable, scope_column="idasuuid"),
+        writing=Writing(MessageIdColumnWriter),
         **_common(generation, keyspace_tables),
     )
 
@@ -269,9 +280,15 @@ def _attachment_message_id_projection(keyspace_tables) -> ProjectionSpec:
         }
 
     return ProjectionSpec(
-        projection_table="attachmentMessageId",
-        key=("attachmentidasuuid", "messageid"),
-        columns=("attachmentidasuuid", "messageid", "attachmentid"),
+        projection=Projection(
+            "attachmentMessageId",
+            key=("attachmentidasuuid", "messageid"),
+            columns=("attachmentidasuuid", "messageid", "attachmentid"),
+            cql_types={"attachmentidasuuid": "uuid", "messageid": "text"},
+            # Add-only: attachmentMessageId rows no message holds (any more) and existing rows are kept as they are.
+            equivalent=lambda: F.col(EXPECTED_PREFIX + PRESENCE).isNull() | F.col(ACTUAL_PREFIX + PRESENCE).isNotNull(),
+            destructive_kinds=(),
+        ),
         derive=derive,
         recheck=recheck,
         report_names=ReportNames(
@@ -281,16 +298,11 @@ def _attachment_message_id_projection(keyspace_tables) -> ProjectionSpec:
             updated="updatedAttachmentMessageIdEntries",
             removed="removedAttachmentMessageIdEntries",
         ),
-        sample_columns=("attachmentidasuuid", "messageid", "attachmentid"),
-        sample_names={
-            "attachmentidasuuid": "attachmentIdAsUuid",
-            "messageid": "messageId",
-            "attachmentid": "attachmentId",
-        },
-        cql_types={"attachmentidasuuid": "uuid", "messageid": "text"},
-        scope_column="attachmentidasuuid",
-        # Add-only: attachmentMessageId rows no message holds (any more) and existing rows are kept as they are.
-        equivalent=lambda: F.col(EXPECTED_PREFIX + PRESENCE).isNull() | F.col(ACTUAL_PREFIX + PRESENCE).isNotNull(),
-        writer=AddOnlyWriter,
+        sample=Sample(
+            ("attachmentidasuuid", "messageid", "attachmentid"),
+            {"attachmentidasuuid": "attachmentIdAsUuid", "messageid": "messageId", "attachmentid": "attachmentId"},
+        ),
+        unreadable=UnreadableTruth(unfixable, scope_column="attachmentidasuuid"),
+        writing=Writing(AddOnlyWriter),
         **_common("3.5", keyspace_tables),
     )

@@ -19,8 +19,16 @@ from pyspark.sql import functions as F
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
 from james_consistency.engine.live import prepared, with_retries
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.projections.health import any_problem, counted_problems
+from james_consistency.engine.spec import (
+    CandidateHints,
+    Projection,
+    ProjectionSpec,
+    ReportNames,
+    Sample,
+    Truth,
+    Writing,
+)
+from james_consistency.projections.health import truth_health
 
 CONCURRENCY_NOTE = (
     "Counters are not concurrency-safe (James ADR-0023): mail delivered or read during the run may leave a counter "
@@ -203,25 +211,21 @@ def mailbox_counters_projection(generation: str) -> ProjectionSpec:
 
     return ProjectionSpec(
         name="counters",
-        truth_table="imapUidTable",
-        extra_truth_tables=("mailbox",),
-        projection_table="mailboxCounters",
-        key=("mailboxid",),
-        columns=("mailboxid", "count", "unseen"),
+        truth=Truth("imapUidTable", read=read_truth, extra_tables=("mailbox",)),
+        projection=Projection(
+            "mailboxCounters",
+            key=("mailboxid",),
+            columns=("mailboxid", "count", "unseen"),
+            cql_types={"mailboxid": "timeuuid"},
+            equivalent=all_zero_equivalent(("count", "unseen")),
+        ),
         derive=derive,
         recheck=recheck,
-        read_truth=read_truth,
         report_names=REPORT_NAMES,
-        hint_columns=("messageid",),
-        locate=lambda truth: truth.select("mailboxid", "messageid"),
-        sample_columns=("mailboxid",),
-        sample_names={"mailboxid": "mailboxId"},
-        cql_types={"mailboxid": "timeuuid"},
-        truth_suite="counters_truth_health",
-        truth_metrics=lambda: counted_problems(counter_problems()),
-        truth_problem=lambda: any_problem(counter_problems()),
-        equivalent=all_zero_equivalent(("count", "unseen")),
-        writer=CounterWriter,
+        health=truth_health("counters_truth_health", counter_problems),
+        hints=CandidateHints(("messageid",), locate=lambda truth: truth.select("mailboxid", "messageid")),
+        sample=Sample(("mailboxid",), {"mailboxid": "mailboxId"}),
+        writing=Writing(CounterWriter),
         finish_report=finish_report,
     )
 
@@ -305,15 +309,13 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
 
     common = dict(
         name="quotas",
-        truth_table="imapUidTable",
-        extra_truth_tables=("mailbox", path_table) + (() if generation == "3.9" else ("messageV2",)),
-        read_truth=read_truth,
+        truth=Truth(
+            "imapUidTable",
+            read=read_truth,
+            extra_tables=("mailbox", path_table) + (() if generation == "3.9" else ("messageV2",)),
+        ),
         report_names=REPORT_NAMES,
-        hint_columns=("messageid", "mailboxid"),
-        truth_suite="quotas_truth_health",
-        truth_metrics=lambda: counted_problems(quota_problems()),
-        truth_problem=lambda: any_problem(quota_problems()),
-        writer=CounterWriter,
+        health=truth_health("quotas_truth_health", quota_problems),
     )
 
     if current_value_table:
@@ -353,19 +355,20 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
 
         return ProjectionSpec(
             **common,
-            projection_table="quotaCurrentValue",
-            key=("identifier", "quotacomponent", "quotatype"),
-            columns=("identifier", "quotacomponent", "quotatype", "currentvalue"),
+            projection=Projection(
+                "quotaCurrentValue",
+                key=("identifier", "quotacomponent", "quotatype"),
+                columns=("identifier", "quotacomponent", "quotatype", "currentvalue"),
+                cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
+                # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
+                view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
+                equivalent=all_zero_equivalent(("currentvalue",)),
+            ),
             derive=derive,
             recheck=recheck,
-            locate=locate,
-            # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
-            projection_view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
-            group_columns=("identifier",),
-            sample_columns=("identifier", "quotatype"),
-            sample_names={"identifier": "quotaRoot", "quotatype": "quotaType"},
-            cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
-            equivalent=all_zero_equivalent(("currentvalue",)),
+            hints=CandidateHints(("messageid", "mailboxid"), locate=locate),
+            sample=Sample(("identifier", "quotatype"), {"identifier": "quotaRoot", "quotatype": "quotaType"}),
+            writing=Writing(CounterWriter, group_columns=("identifier",)),
             finish_report=lambda report: finish_report(report, "quotaRoot", 2),
         )
 
@@ -375,15 +378,19 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
 
     return ProjectionSpec(
         **common,
-        projection_table="currentQuota",
-        key=("quotaroot",),
-        columns=("quotaroot", "messagecount", "storage"),
+        projection=Projection(
+            "currentQuota",
+            key=("quotaroot",),
+            columns=("quotaroot", "messagecount", "storage"),
+            cql_types={"quotaroot": "text"},
+            equivalent=all_zero_equivalent(("messagecount", "storage")),
+        ),
         derive=usage,
         recheck=recheck_legacy,
-        locate=lambda truth: truth.select("quotaroot", "messageid", "mailboxid"),
-        sample_columns=("quotaroot",),
-        sample_names={"quotaroot": "quotaRoot"},
-        cql_types={"quotaroot": "text"},
-        equivalent=all_zero_equivalent(("messagecount", "storage")),
+        hints=CandidateHints(
+            ("messageid", "mailboxid"), locate=lambda truth: truth.select("quotaroot", "messageid", "mailboxid")
+        ),
+        sample=Sample(("quotaroot",), {"quotaroot": "quotaRoot"}),
+        writing=Writing(CounterWriter),
         finish_report=lambda report: finish_report(report, "quotaRoot", 1),
     )

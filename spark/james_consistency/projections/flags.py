@@ -11,8 +11,16 @@ from pyspark.sql import functions as F
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
 from james_consistency.engine.live import prepared, with_retries
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
+from james_consistency.engine.spec import (
+    CandidateHints,
+    Projection,
+    ProjectionSpec,
+    ReportNames,
+    Sample,
+    Truth,
+    Writing,
+)
+from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 
 TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", "userflags")
 
@@ -119,11 +127,16 @@ def applicable_flag_projection(generation: str, remove_unused: bool = False) -> 
 
     return ProjectionSpec(
         name="flags",
-        truth_table="imapUidTable",
-        projection_table="applicableFlag",
-        key=("mailboxid",),
-        columns=("mailboxid", "userflags"),
-        truth_columns=TRUTH_COLUMNS,
+        truth=Truth("imapUidTable", TRUTH_COLUMNS),
+        projection=Projection(
+            "applicableFlag",
+            key=("mailboxid",),
+            columns=("mailboxid", "userflags"),
+            cql_types={"mailboxid": "timeuuid"},
+            equivalent=None if remove_unused else missing_none,
+            # Adding keywords takes nothing away; only their removal is judged by the plan-safety gate.
+            destructive_kinds=("outdated", "orphan") if remove_unused else (),
+        ),
         derive=used_keywords,
         recheck=recheck,
         report_names=ReportNames(
@@ -133,17 +146,9 @@ def applicable_flag_projection(generation: str, remove_unused: bool = False) -> 
             updated="updatedApplicableFlagEntries",
             removed="removedApplicableFlagEntries",
         ),
-        hint_columns=("messageid",),
-        sample_columns=("mailboxid",),
-        sample_names={"mailboxid": "mailboxId"},
-        cql_types={"mailboxid": "timeuuid"},
-        locate=locate,
-        truth_suite="messages_truth_health",
-        truth_metrics=lambda: counted_problems(message_truth_problems()),
-        truth_problem=lambda: any_problem(message_truth_problems()),
-        equivalent=None if remove_unused else missing_none,
-        # Adding keywords takes nothing away; only their removal is judged by the plan-safety gate.
-        destructive_kinds=("outdated", "orphan") if remove_unused else (),
-        writer=writer,
+        health=MESSAGE_TRUTH_HEALTH,
+        hints=CandidateHints(("messageid",), locate=locate),
+        sample=Sample(("mailboxid",), {"mailboxid": "mailboxId"}),
+        writing=Writing(writer),
         finish_report=lambda report: report.update(removeUnusedFlags=remove_unused),
     )

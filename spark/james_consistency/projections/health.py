@@ -1,9 +1,12 @@
 """Health checks of a truth, as named counts measured during the scan (judged by the truth's GX suite)."""
 
+from collections.abc import Callable
 from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from james_consistency.engine.spec import TruthHealth
 
 
 def counted_problems(problems: dict[str, Column]) -> list[Column]:
@@ -13,6 +16,11 @@ def counted_problems(problems: dict[str, Column]) -> list[Column]:
 
 def any_problem(problems: dict[str, Column]) -> Column:
     return reduce(lambda left, right: left | right, problems.values())
+
+
+def truth_health(suite: str, problems: Callable[[], dict[str, Column]]) -> TruthHealth:
+    """The health part of a spec: each named problem counted during the scan, judged by `suite`."""
+    return TruthHealth(suite, metrics=lambda: counted_problems(problems()), problem=lambda: any_problem(problems()))
 
 
 def message_truth_problems() -> dict[str, Column]:
@@ -38,3 +46,6 @@ def acl_event_problems() -> dict[str, Column]:
 
 def legacy_acl_problems() -> dict[str, Column]:
     return {"null_id": F.col("id").isNull()}
+
+
+MESSAGE_TRUTH_HEALTH = truth_health("messages_truth_health", message_truth_problems)

@@ -9,8 +9,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from james_consistency.engine.apply import ApplyContext
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
+from james_consistency.engine.spec import CandidateHints, Projection, ProjectionSpec, ReportNames, Sample, Truth
+from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 from james_consistency.projections.messages import live_truth_at
 
 TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", "flagdeleted", "flagseen", "flagrecent")
@@ -34,11 +34,8 @@ def _index_projection(
 
     return ProjectionSpec(
         name=name,
-        truth_table="imapUidTable",
-        projection_table=table,
-        key=key,
-        columns=key,
-        truth_columns=TRUTH_COLUMNS,
+        truth=Truth("imapUidTable", TRUTH_COLUMNS),
+        projection=Projection(table, key=key, columns=key, cql_types={"mailboxid": "timeuuid", uid_column: "bigint"}),
         derive=derive,
         recheck=recheck,
         report_names=ReportNames(
@@ -48,14 +45,12 @@ def _index_projection(
             updated="updatedEntries",
             removed="removedEntries",
         ),
-        hint_columns=("messageid",),
-        sample_columns=("mailboxid", uid_column, "messageid"),
-        sample_names={"mailboxid": "mailboxId", "messageid": "messageId", uid_column: "uid"},
-        cql_types={"mailboxid": "timeuuid", uid_column: "bigint", "messageid": "timeuuid"},
-        locate=locate,
-        truth_suite="messages_truth_health",
-        truth_metrics=lambda: counted_problems(message_truth_problems()),
-        truth_problem=lambda: any_problem(message_truth_problems()),
+        health=MESSAGE_TRUTH_HEALTH,
+        hints=CandidateHints(("messageid",), locate=locate),
+        sample=Sample(
+            ("mailboxid", uid_column, "messageid"),
+            {"mailboxid": "mailboxId", "messageid": "messageId", uid_column: "uid"},
+        ),
     )
 
 

@@ -7,8 +7,8 @@ from pyspark.sql import DataFrame
 
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.live import prepared, with_retries
-from james_consistency.engine.spec import ProjectionSpec, ReportNames
-from james_consistency.projections.health import any_problem, counted_problems, message_truth_problems
+from james_consistency.engine.spec import CandidateHints, Projection, ProjectionSpec, ReportNames, Sample, Truth
+from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 from james_consistency.schema import table
 
 REPORT_NAMES = ReportNames(
@@ -40,20 +40,14 @@ def message_projection(generation: str) -> ProjectionSpec:
 
     return ProjectionSpec(
         name="messages",
-        truth_table="imapUidTable",
-        projection_table="messageIdTable",
-        key=("mailboxid", "uid"),
-        columns=columns,
-        truth_columns=columns,
+        truth=Truth("imapUidTable", columns),
+        projection=Projection("messageIdTable", key=("mailboxid", "uid"), columns=columns, cql_types=cql_types),
         derive=derive,
         recheck=recheck,
         report_names=REPORT_NAMES,
-        hint_columns=("messageid",),
-        sample_columns=("mailboxid", "messageid", "uid"),
-        sample_names={"mailboxid": "mailboxId", "messageid": "messageId"},
-        cql_types=cql_types,
-        truth_metrics=lambda: counted_problems(message_truth_problems()),
-        truth_problem=lambda: any_problem(message_truth_problems()),
+        health=MESSAGE_TRUTH_HEALTH,
+        hints=CandidateHints(("messageid",)),
+        sample=Sample(("mailboxid", "messageid", "uid"), {"mailboxid": "mailboxId", "messageid": "messageId"}),
     )
 
 
