@@ -225,6 +225,9 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
     parser.add_argument(
         "--run-dir", help="work folder for the kept scan, candidates and outcomes (a path or a Hadoop URL)"
     )
+    from james_consistency.engine.job import add_range_arguments
+
+    add_range_arguments(parser)
     if mode in ("repair", "verify"):
         parser.add_argument(
             "--reuse-scan",
@@ -429,6 +432,11 @@ def _job(args) -> int:
         arguments += ["--run-dir", args.run_dir]
     if getattr(args, "reuse_scan", False):
         arguments.append("--reuse-scan")
+    for option in ("ranges", "until", "max_ranges", "work_root"):
+        if getattr(args, option, None) is not None:
+            arguments += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+    if args.fresh:
+        arguments.append("--fresh")
     if args.mode == "repair":
         arguments += [
             "--messages-per-second",

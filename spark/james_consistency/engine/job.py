@@ -3,7 +3,8 @@
 Exit codes: 0 COMPLETED, 2 bad input (wrong keyspace, missing table, malformed arguments), 3 PARTIAL (some rows
 failed; the report lists them; a re-run converges), 4 a Great Expectations gate failed (nothing written when it was
 a gate before the repair), 5 an infrastructure failure: no node answered at start, or the node went away
-during the run (the report names the stage; a re-run converges). Only 5 is worth retrying.
+during the run (the report names the stage; a re-run converges), 6 the window ended (--until, --max-ranges) at a
+range boundary: nothing half-done, the next run of the same target and keyspace goes on. Only 5 is worth retrying.
 """
 
 import argparse
@@ -19,6 +20,8 @@ from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.metrics import emit as emit_metrics
 
 EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
+# Not a failure: the run stopped at its window's end (or range budget) at a range boundary; the next run goes on.
+EXIT_WINDOW_ENDED = 6
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="repair/verify: work from the scan the check kept in --run-dir instead of scanning again",
     )
+    add_range_arguments(parser)
     parser.add_argument(
         "--verify-sample-fraction",
         type=float,
@@ -52,6 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of consistent keys the check keeps for a verify that reuses its scan",
     )
     return parser
+
+
+def add_range_arguments(parser: argparse.ArgumentParser) -> None:
+    """The token-range scan's options, shared with the CLI."""
+    parser.add_argument(
+        "--ranges",
+        type=int,
+        help="scan in this many journalled token ranges (0: from the data size); a stopped run is resumed",
+    )
+    parser.add_argument(
+        "--until", help="stop at the first range boundary after this time (ISO 8601, or HH:MM UTC); exit code 6"
+    )
+    parser.add_argument("--max-ranges", type=int, help="scan at most this many ranges in this run; exit code 6")
+    parser.add_argument("--fresh", action="store_true", help="ignore the journal's unfinished scan and start over")
+    parser.add_argument("--work-root", help="where the ranges' kept rows go (a path or a Hadoop URL)")
 
 
 def settings_from_spark(spark) -> CassandraSettings:
@@ -78,8 +97,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
+    from james_consistency.engine.ranges import parse_until
     from james_consistency.engine.reports import summary_line, write_report
-    from james_consistency.engine.run import PARTIAL, GateFailed, RunFailed, RunOptions, execute
+    from james_consistency.engine.run import PARTIAL, WINDOW_ENDED, GateFailed, RunFailed, RunOptions, execute
+
+    try:
+        until = parse_until(args.until) if args.until else None
+    except OperatorError as error:
+        print(f"james-consistency: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
     options = RunOptions(
         target=args.target,
@@ -96,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         verify_sample_fraction=args.verify_sample_fraction,
         gates_enabled=not args.no_gates,
         remove_unused_flags=args.remove_unused_flags,
+        ranges=args.ranges,
+        until=until,
+        max_ranges=args.max_ranges,
+        fresh=args.fresh,
+        work_root=args.work_root,
     )
     from james_consistency.spark_env import connector_secrets
 
@@ -110,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         report = execute(spark, settings_from_spark(spark), options)
         if report["status"] == PARTIAL:
             code = EXIT_PARTIAL
+        elif report["status"] == WINDOW_ENDED:
+            code = EXIT_WINDOW_ENDED
     except GateFailed as failure:
         report = failure.report
         code = EXIT_GATE_FAILED

@@ -32,6 +32,7 @@ from james_consistency.cql import CassandraSettings, close, connect, require_tab
 from james_consistency.engine import apply as apply_module
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
 from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, plan_metrics
+from james_consistency.engine.ranges import Journal, RangedScan, RangeProgress, Window, WindowEnded
 from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.errors import NotApplicable, OperatorError
 from james_consistency.paths import LOCAL_DIR
@@ -45,6 +46,8 @@ COMPLETED = "COMPLETED"
 NOT_APPLICABLE = "NOT_APPLICABLE"
 PARTIAL = "PARTIAL"
 FAILED = "FAILED"
+# The run stopped at its window's end, at a range boundary: nothing half-done, the next run goes on.
+WINDOW_ENDED = "WINDOW_ENDED"
 CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
 # A kept scan older than this is not reused: the repair would work from a picture of another night.
 MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
@@ -65,7 +68,7 @@ class RunFailed(Exception):
 def _stage(run: "Run", name: str):
     try:
         yield
-    except (OperatorError, GateFailed):
+    except (OperatorError, GateFailed, WindowEnded):
         raise
     except Exception as error:  # noqa: BLE001 - Spark and connector errors, named in one line
         run.report["error"] = f"{name} failed: {_reason(error)}"
@@ -125,6 +128,15 @@ class RunOptions:
     reuse_scan: bool = False
     # The share of consistent keys the check keeps for a verify that reuses its scan.
     verify_sample_fraction: float = 0.001
+    # Scan in journalled token ranges (0: as many as the data size asks for; None: one connector scan), resuming
+    # the unfinished scan of the same target and keyspace unless `fresh`; stop at a range boundary after `until`.
+    ranges: int | None = None
+    until: float | None = None
+    fresh: bool = False
+    # At most this many ranges scanned by this run, then it stops as at its window's end (a bounded night's work).
+    max_ranges: int | None = None
+    # Where the ranges' kept rows go (a path or a Hadoop URL; default .local/runs).
+    work_root: str | None = None
 
     def validate(self) -> None:
         validate_keyspace_name(self.keyspace)
@@ -143,6 +155,16 @@ class RunOptions:
             raise OperatorError("a check makes the scan: --reuse-scan is for repair and verify")
         if self.reuse_scan and not self.run_dir:
             raise OperatorError("--reuse-scan needs --run-dir: the work folder of the check whose scan is reused")
+        if self.ranges is not None and self.ranges < 0:
+            raise OperatorError(f"ranges must be 0 (from the data size) or more, not {self.ranges}")
+        if self.max_ranges is not None and self.max_ranges < 1:
+            raise OperatorError(f"max ranges must be 1 or more, not {self.max_ranges}")
+        if (self.until is not None or self.max_ranges is not None) and self.ranges is None:
+            self.ranges = 0  # a window is kept at range boundaries
+
+    @property
+    def ranged(self) -> bool:
+        return self.ranges is not None and not self.reuse_scan
 
     @property
     def dry_run(self) -> bool:
@@ -161,6 +183,7 @@ class Run:
     spec: ProjectionSpec | None = None
     generation: str = ""
     report: dict = field(default_factory=dict)
+    ranged: RangedScan | None = None
 
     @property
     def keyspace(self) -> str:
@@ -256,10 +279,15 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     run.report = _new_report(run)
     log.info("%s %s on keyspace %s (James %s)", options.mode, run.spec.name, run.keyspace, run.generation)
 
-    scanned = kept_scan(run) if options.reuse_scan else scan(run)
+    try:
+        scanned = kept_scan(run) if options.reuse_scan else scan(run)
+    except WindowEnded as ended:
+        return _window_ended(run, ended.progress)
     judge(run, scanned)
     if options.mode == "check" or (options.mode == "repair" and not sum(run.report["inconsistencies"].values())):
         return _finish(run, PARTIAL if run.report.get("unreadableTruth") else COMPLETED)
+    if Window(options.until).ended():
+        return _window_ended(run, run.ranged.progress if run.ranged else RangeProgress())
     plan(run, scanned)
     with _stage(run, "re-check and fix"):
         outcomes = reconcile(run)
@@ -282,9 +310,27 @@ def scan(run: Run) -> Scan:
     """The truth and the projection scanned once; the diff's candidates written to the work folder, the truth's health
     and the plan measured on the way. Kept for a repair or verify that reuses it."""
     spec, spark, options = run.spec, run.spark, run.options
+
+    def read(table: str, columns: tuple[str, ...]) -> DataFrame:
+        connector_scan = read_table(spark, run.keyspace, table, columns)
+        return run.ranged.table(table, connector_scan) if run.ranged else connector_scan
+
     with _stage(run, "scan"):
-        truth = spec.truth.scan(lambda table, columns: read_table(spark, run.keyspace, table, columns))
-        projection = read_table(spark, run.keyspace, spec.projection_table, spec.columns)
+        if options.ranged or (not options.fresh and Journal(run.settings, spec.name, run.keyspace).unfinished()):
+            run.ranged = RangedScan(
+                spark,
+                run.settings,
+                spec.name,
+                run.keyspace,
+                options.truth_consistency,
+                Window(options.until, options.max_ranges),
+                ranges=options.ranges or 0,
+                fresh=options.fresh,
+                work_root=options.work_root or str(LOCAL_DIR / "runs"),
+            )
+            run.ranged.start((*spec.truth.tables, spec.projection_table))
+        truth = spec.truth.scan(read)
+        projection = read(spec.projection_table, spec.columns)
         if spec.projection.view is not None:
             projection = spec.projection.view(projection)
         truth_health = Observation(f"truth-{run.run_id}")
@@ -551,6 +597,13 @@ def _gate(run: Run, result: gates.GateResult) -> None:
         raise GateFailed(_finish(run, FAILED))
 
 
+def _window_ended(run: Run, progress: RangeProgress) -> dict:
+    left = progress.total - progress.done
+    run.report["windowEnded"] = f"window ended, {left} ranges left" if left else "window ended before the re-check"
+    log.warning("%s: the next run goes on from here", run.report["windowEnded"])
+    return _finish(run, WINDOW_ENDED)
+
+
 def _not_applicable(run: Run, reason: str) -> dict:
     log.info("%s: %s", run.options.target, reason)
     run.report = {
@@ -597,6 +650,8 @@ def _new_report(run: Run) -> dict:
             "maxDestructiveShare": options.max_destructive_share,
             "allowDestructive": options.allow_destructive,
             "reuseScan": options.reuse_scan,
+            "ranges": options.ranges,
+            "until": datetime.fromtimestamp(options.until, UTC).isoformat() if options.until else None,
         },
         "gates": [],
     }
@@ -606,6 +661,10 @@ def _finish(run: Run, status: str) -> dict:
     report = run.report
     if run.spec is not None and run.spec.finish_report is not None:
         run.spec.finish_report(report)
+    if run.ranged is not None:
+        report["ranges"] = run.ranged.progress.as_report()
+        if status in (COMPLETED, PARTIAL):
+            run.ranged.close()
     finished = time.time()
     report["status"] = status
     report["result"] = status

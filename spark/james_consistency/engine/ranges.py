@@ -1,0 +1,437 @@
+"""A scan in token ranges: journalled, resumable, and bounded by a time window.
+
+The ring (Murmur3) is split into N contiguous token ranges. Every table a run reads is scanned range by range in the
+executors (one Spark task per range: a paged `SELECT ... WHERE token(pk) > ? AND token(pk) <= ?` at the truth's
+consistency), each finished batch of ranges is written as parquet to the cycle's work folder, and each of its ranges
+is journalled as done in `james_consistency.run_ranges`. A run killed mid-way, or stopped at its window's end, leaves
+its finished ranges done: the next run of the same target and keyspace scans only the others (`fresh` starts over).
+When every range of every table is done, the diff runs over the kept rows exactly as over a connector scan, and the
+cycle is closed when the run ends.
+
+Rows kept from an earlier night are older than the others; nothing is fixed from them without the live re-check of
+the candidate, so an old row costs at most a candidate that turns out consistent, and a change it missed is found by
+the next cycle.
+"""
+
+import hashlib
+import logging
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
+
+from cassandra.query import SimpleStatement, tuple_factory
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.engine.live import with_retries
+from james_consistency.errors import OperatorError
+
+log = logging.getLogger("james_consistency")
+
+JOURNAL_KEYSPACE = "james_consistency"
+JOURNAL_TABLE = "run_ranges"
+MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1
+MURMUR3 = "org.apache.cassandra.dht.Murmur3Partitioner"
+# Ranges per table when the size is unknown or small, and the data per range aimed at otherwise.
+MIN_RANGES, MAX_RANGES, BYTES_PER_RANGE = 8, 4096, 64 * 1024 * 1024
+PAGE_SIZE = 5000
+
+
+def token_ranges(count: int) -> list[tuple[int, int]]:
+    """`count` contiguous (start, end] ranges covering the whole Murmur3 ring (no key has the minimum token)."""
+    if count < 1:
+        raise OperatorError(f"ranges must be 1 or more, not {count}")
+    width = (MAX_TOKEN - MIN_TOKEN) // count
+    bounds = [MIN_TOKEN + width * index for index in range(count)] + [MAX_TOKEN]
+    return [(bounds[index], bounds[index + 1]) for index in range(count)]
+
+
+def parse_until(text: str, now: datetime | None = None) -> float:
+    """A window's end as epoch seconds: an ISO 8601 time (UTC when it names no zone) or HH:MM, the next such time of
+    day in UTC."""
+    now = now or datetime.now(UTC)
+    try:
+        if len(text) <= 5 and ":" in text:
+            hour, minute = (int(part) for part in text.split(":"))
+            moment = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+            return (moment if moment > now else moment + timedelta(days=1)).timestamp()
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise OperatorError(f"--until {text!r} is neither an ISO 8601 time nor HH:MM") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+@dataclass
+class Window:
+    """When the run must stop: at the first range boundary after `until` (epoch seconds; None: no window), or once
+    it has scanned `max_ranges` ranges (None: no limit)."""
+
+    until: float | None = None
+    max_ranges: int | None = None
+
+    def ended(self, scanned: int = 0) -> bool:
+        if self.max_ranges is not None and scanned >= self.max_ranges:
+            return True
+        return self.until is not None and time.time() >= self.until
+
+
+@dataclass
+class RangeProgress:
+    done: int = 0
+    total: int = 0
+    scanned: int = 0  # by this run
+    resumed: bool = False
+    window_ended: bool = False
+    cycle: str = ""
+    per_table: dict = field(default_factory=dict)
+
+    def as_report(self) -> dict:
+        return {
+            "done": self.done,
+            "total": self.total,
+            "left": self.total - self.done,
+            "scannedByThisRun": self.scanned,
+            "resumed": self.resumed,
+            "cycle": self.cycle,
+            "tables": self.per_table,
+        }
+
+
+class WindowEnded(Exception):
+    """The run's window ended at a range boundary: finished ranges are kept and journalled, the next run goes on."""
+
+    def __init__(self, progress: RangeProgress):
+        super().__init__(f"window ended, {progress.total - progress.done} ranges left")
+        self.progress = progress
+
+
+# ---- the journal --------------------------------------------------------------------------------------------------
+
+
+class Journal:
+    """The state of one target's scan cycle on one keyspace, in a table of the project's own keyspace (created with
+    the replication of the keyspace it repairs, so it is as available as the data)."""
+
+    def __init__(self, settings: CassandraSettings, target: str, keyspace: str):
+        self.settings, self.target, self.keyspace = settings, target, keyspace
+
+    def _session(self):
+        return connect(self.settings)
+
+    def ensure(self, session) -> None:
+        partitioner = session.execute("SELECT partitioner FROM system.local").one().partitioner
+        if partitioner != MURMUR3:
+            raise OperatorError(f"token ranges need the Murmur3 partitioner; this cluster uses {partitioner}")
+        replication = session.execute(
+            "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (self.keyspace,)
+        ).one()
+        strategy = (
+            dict(replication.replication) if replication else {"class": "SimpleStrategy", "replication_factor": 1}
+        )
+        options = ", ".join(f"'{key}': '{value}'" for key, value in strategy.items())
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {JOURNAL_KEYSPACE} WITH replication = {{{options}}}")
+        session.execute(
+            f"""CREATE TABLE IF NOT EXISTS {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} (
+                target text, keyspace_name text, table_name text, range_index int,
+                cycle text STATIC, ranges int STATIC, work_dir text STATIC, started_at timestamp STATIC,
+                range_start bigint, range_end bigint, rows bigint, finished_at timestamp,
+                PRIMARY KEY ((target, keyspace_name), table_name, range_index))"""
+        )
+
+    def open(
+        self, requested: int, wanted: int, work_root: str, fresh: bool
+    ) -> tuple[str, str, int, dict[str, set[int]], bool]:
+        """(cycle, work folder, ranges, done range indexes per table, resumed) of the cycle to work on: the journal's
+        unfinished one, or a new one in `requested` ranges (0: `wanted`, from the data size)."""
+        session = self._session()
+        try:
+            self.ensure(session)
+            rows = list(
+                session.execute(
+                    f"SELECT cycle, ranges, work_dir, table_name, range_index, finished_at "
+                    f"FROM {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} WHERE target = %s AND keyspace_name = %s",
+                    (self.target, self.keyspace),
+                )
+            )
+            if rows and rows[0].cycle and not fresh:
+                kept = rows[0]
+                if requested and requested != kept.ranges:
+                    raise OperatorError(
+                        f"the journal holds an unfinished {self.target} scan of {self.keyspace} in {kept.ranges} "
+                        f"ranges, not {requested}: run without --ranges to resume it, or with --fresh to start over"
+                    )
+                done: dict[str, set[int]] = {}
+                for row in rows:
+                    if row.table_name is not None and row.finished_at is not None:
+                        done.setdefault(row.table_name, set()).add(row.range_index)
+                return kept.cycle, kept.work_dir, kept.ranges, done, True
+            ranges = requested or wanted
+            cycle = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+            work_dir = f"{work_root.rstrip('/')}/cycles/{self.target}-{self.keyspace}-{cycle}"
+            self._clear(session)
+            session.execute(
+                f"INSERT INTO {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} (target, keyspace_name, cycle, ranges, work_dir, "
+                "started_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                (self.target, self.keyspace, cycle, ranges, work_dir, datetime.now(UTC)),
+            )
+            return cycle, work_dir, ranges, {}, False
+        finally:
+            close(session)
+
+    def unfinished(self) -> bool:
+        """Whether the journal holds an unfinished scan cycle of this target and keyspace (resumed by the next run)."""
+        session = self._session()
+        try:
+            if (
+                session.execute(
+                    "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                    (JOURNAL_KEYSPACE, JOURNAL_TABLE),
+                ).one()
+                is None
+            ):
+                return False
+            row = session.execute(
+                f"SELECT cycle FROM {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} "
+                "WHERE target = %s AND keyspace_name = %s LIMIT 1",
+                (self.target, self.keyspace),
+            ).one()
+            return row is not None and row.cycle is not None
+        finally:
+            close(session)
+
+    def mark_done(self, table: str, done: list[tuple[int, int, int, int]]) -> None:
+        """Journal finished ranges: (index, start, end, rows)."""
+        session = self._session()
+        try:
+            statement = session.prepare(
+                f"INSERT INTO {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} (target, keyspace_name, table_name, range_index, "
+                "range_start, range_end, rows, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            )
+            now = datetime.now(UTC)
+            for index, start, end, rows in done:
+                session.execute(statement, (self.target, self.keyspace, table, index, start, end, rows, now))
+        finally:
+            close(session)
+
+    def close_cycle(self) -> None:
+        session = self._session()
+        try:
+            self._clear(session)
+        finally:
+            close(session)
+
+    def _clear(self, session) -> None:
+        session.execute(
+            f"DELETE FROM {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} WHERE target = %s AND keyspace_name = %s",
+            (self.target, self.keyspace),
+        )
+
+
+def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[str], parallelism: int) -> int:
+    """A number of ranges from the tables' size (Cassandra's own estimates), at least a few per core."""
+    session = connect(settings)
+    try:
+        size = 0
+        for table in tables:
+            for row in session.execute(
+                "SELECT mean_partition_size, partitions_count FROM system.size_estimates "
+                "WHERE keyspace_name = %s AND table_name = %s",
+                (keyspace, table.lower()),
+            ):
+                size += (row.mean_partition_size or 0) * (row.partitions_count or 0)
+    finally:
+        close(session)
+    return max(MIN_RANGES, 2 * parallelism, min(MAX_RANGES, math.ceil(size / BYTES_PER_RANGE)))
+
+
+# ---- scanning one table in ranges -----------------------------------------------------------------------------------
+
+_SCAN_SESSIONS: dict = {}
+
+
+def _scan_session(settings: CassandraSettings):
+    session = _SCAN_SESSIONS.get(settings)
+    if session is None:
+        session = connect(settings, row_factory=tuple_factory)
+        _SCAN_SESSIONS[settings] = session
+    return session
+
+
+def _converter(data_type: T.DataType):
+    """A Python driver value as the Spark Cassandra Connector presents it (uuids as strings, sets as arrays, ...)."""
+    if isinstance(data_type, T.StringType):
+        return lambda value: None if value is None else str(value)
+    if isinstance(data_type, T.ArrayType):
+        element = _converter(data_type.elementType)
+        return lambda value: None if value is None else [element(item) for item in value]
+    if isinstance(data_type, T.MapType):
+        key, item = _converter(data_type.keyType), _converter(data_type.valueType)
+        return lambda value: None if value is None else {key(k): item(v) for k, v in value.items()}
+    if isinstance(data_type, T.TimestampType):
+        return lambda value: None if value is None else value.replace(tzinfo=UTC)
+    if isinstance(data_type, T.DateType):
+        return lambda value: value if value is None or isinstance(value, date) else value.date()
+    if isinstance(data_type, T.BinaryType):
+        return lambda value: None if value is None else bytearray(value)
+    return lambda value: value
+
+
+def scan_ranges(
+    settings: CassandraSettings,
+    keyspace: str,
+    table: str,
+    schema: T.StructType,
+    partition_key: list[str],
+    consistency: str,
+):
+    """A mapPartitions function over (index, start, end) rows: the table's rows in each token range, as tuples of the
+    schema's types, each prefixed by its range index."""
+    columns = ", ".join(f'"{name}"' for name in schema.fieldNames())
+    token = f"token({', '.join(partition_key)})"
+    cql = f"SELECT {columns} FROM {keyspace}.{table.lower()} WHERE {token} > %s AND {token} <= %s"
+    converters = [_converter(item.dataType) for item in schema.fields]
+
+    def scan(ranges):
+        from cassandra import ConsistencyLevel
+
+        session = _scan_session(settings)
+        for index, start, end in ranges:
+            statement = SimpleStatement(
+                cql, fetch_size=PAGE_SIZE, consistency_level=getattr(ConsistencyLevel, consistency)
+            )
+            result = with_retries(partial(session.execute, statement, (start, end)))
+            while True:
+                for row in result.current_rows:
+                    yield (index, *(convert(value) for convert, value in zip(converters, row, strict=True)))
+                if not result.has_more_pages:
+                    break
+                with_retries(result.fetch_next_page)
+
+    return scan
+
+
+def partition_key(settings: CassandraSettings, keyspace: str, table: str) -> list[str]:
+    session = connect(settings)
+    try:
+        rows = session.execute(
+            "SELECT column_name, kind, position FROM system_schema.columns "
+            "WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table.lower()),
+        )
+        key = sorted((row.position, row.column_name) for row in rows if row.kind == "partition_key")
+    finally:
+        close(session)
+    if not key:
+        raise OperatorError(f"keyspace '{keyspace}' has no table {table}")
+    return [f'"{name}"' for _, name in key]
+
+
+@dataclass
+class RangedScan:
+    """The tables a run reads, scanned in journalled token ranges into the cycle's work folder."""
+
+    spark: SparkSession
+    settings: CassandraSettings
+    target: str
+    keyspace: str
+    consistency: str
+    window: Window
+    ranges: int = 0  # 0: from the data size
+    fresh: bool = False
+    work_root: str = ""
+    progress: RangeProgress = field(default_factory=RangeProgress)
+
+    def __post_init__(self):
+        self.journal = Journal(self.settings, self.target, self.keyspace)
+
+    def start(self, tables: tuple[str, ...]) -> None:
+        parallelism = max(self.spark.sparkContext.defaultParallelism, 1)
+        wanted = 0 if self.ranges else estimated_ranges(self.settings, self.keyspace, tables, parallelism)
+        self.cycle, self.work_dir, self.count, self.done, resumed = self.journal.open(
+            self.ranges, wanted, self.work_root, self.fresh
+        )
+        self.declared = len(tables)
+        self.progress = RangeProgress(
+            done=sum(len(indexes) for indexes in self.done.values()),
+            total=self.count * len(tables),
+            resumed=resumed,
+            cycle=self.cycle,
+        )
+        log.info(
+            "token ranges: %d per table, %d of %d done%s",
+            self.count,
+            self.progress.done,
+            self.progress.total,
+            " (resumed)" if resumed else "",
+        )
+
+    def table(self, table: str, like: DataFrame) -> DataFrame:
+        """The table's rows (the columns of `like`, a lazy connector read giving the schema) once every range of it is
+        kept in the cycle's folder. WindowEnded when the window ends first."""
+        columns = ",".join(like.columns)
+        name = f"{table.lower()}-{hashlib.sha1(columns.encode()).hexdigest()[:8]}"
+        location = f"{self.work_dir}/tables/{name}"
+        done = self.done.setdefault(name, set())
+        self.progress.total = self.count * max(self.declared, len(self.done))
+        pending = [(index, *bounds) for index, bounds in enumerate(token_ranges(self.count)) if index not in done]
+        schema = T.StructType([T.StructField("range_index", T.IntegerType()), *like.schema.fields])
+        if pending:
+            key = partition_key(self.settings, self.keyspace, table)
+            scan = scan_ranges(self.settings, self.keyspace, table, like.schema, key, self.consistency)
+            batch_size = max(self.spark.sparkContext.defaultParallelism, 1) * 2
+            self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        for first in range(0, len(pending), batch_size if pending else 1):
+            if self.window.ended(self.progress.scanned):
+                self.progress.window_ended = True
+                raise WindowEnded(self.progress)
+            batch = pending[first : first + batch_size]
+            if self.window.max_ranges is not None:
+                batch = batch[: self.window.max_ranges - self.progress.scanned]
+            rows = self.spark.sparkContext.parallelize(batch, len(batch)).mapPartitions(scan)
+            self.spark.createDataFrame(rows, schema, verifySchema=False).write.mode("overwrite").partitionBy(
+                "range_index"
+            ).parquet(location)
+            indexes = [index for index, _, _ in batch]
+            counts = dict(
+                self.spark.read.schema(schema)
+                .parquet(location)
+                .where(F.col("range_index").isin(indexes))
+                .groupBy("range_index")
+                .count()
+                .collect()
+            )
+            self.journal.mark_done(name, [(index, start, end, counts.get(index, 0)) for index, start, end in batch])
+            done.update(indexes)
+            self.progress.done += len(batch)
+            self.progress.scanned += len(batch)
+        self.progress.per_table[name] = len(done)
+        if not _exists(self.spark, location):
+            return self.spark.createDataFrame([], like.schema)
+        return self.spark.read.schema(schema).parquet(location).drop("range_index")
+
+    def close(self) -> None:
+        """The scan's cycle is over: the journal forgets it and its kept rows are deleted."""
+        self.journal.close_cycle()
+        _delete(self.spark, self.work_dir)
+
+
+def _hadoop_path(spark: SparkSession, url: str):
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(url)
+    return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def _exists(spark: SparkSession, url: str) -> bool:
+    path, filesystem = _hadoop_path(spark, url)
+    return filesystem.exists(path)
+
+
+def _delete(spark: SparkSession, url: str) -> None:
+    path, filesystem = _hadoop_path(spark, url)
+    if filesystem.exists(path):
+        filesystem.delete(path, True)

@@ -1,0 +1,123 @@
+"""Token-range scans: journalled in james_consistency.run_ranges, resumed by the next run, stopped at a window's end.
+
+A run stopped part-way (its range budget or its window spent) writes nothing to the projection and leaves its finished
+ranges journalled; the next run of the same target and keyspace scans only the others and repairs everything.
+"""
+
+import time
+
+import pytest
+from james_consistency.engine.ranges import token_ranges
+from james_consistency.engine.run import RunOptions, execute
+from james_consistency.errors import OperatorError
+from james_consistency.schema import create_schema
+from support.messages import break_every_kind, platform, projection, truth
+
+
+def run(spark, settings, keyspace, mode="repair", **options):
+    options.setdefault("max_destructive_share", 0.5)
+    return execute(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
+
+
+def journal(cql, keyspace):
+    rows = cql.execute(
+        "SELECT table_name, range_index, rows, finished_at FROM james_consistency.run_ranges "
+        "WHERE target = 'messages' AND keyspace_name = %s",
+        (keyspace,),
+    )
+    return [row for row in rows if row.table_name is not None]
+
+
+@pytest.mark.parametrize("generation", ["3.9", "3.5"])
+def test_a_ranged_repair_repairs_like_a_single_scan(cql, cassandra_settings, spark, new_keyspace, generation):
+    keyspace = new_keyspace("ranged")
+    create_schema(cql, keyspace, generation)
+    found = break_every_kind(cql, keyspace, generation, platform(cql, keyspace, generation))
+
+    report = run(spark, cassandra_settings, keyspace, ranges=8)
+
+    assert report["status"] == "COMPLETED"
+    assert report["inconsistencies"] == found
+    assert report["processedImapUidEntries"] == 30
+    assert (report["ranges"]["done"], report["ranges"]["total"], report["ranges"]["resumed"]) == (16, 16, False)
+    assert projection(cql, keyspace) == truth(cql, keyspace)
+    assert journal(cql, keyspace) == [], "a finished cycle leaves nothing in the journal"
+
+
+def test_a_stopped_run_is_resumed_by_the_next_one(cql, cassandra_settings, spark, new_keyspace):
+    keyspace = new_keyspace("resumed")
+    create_schema(cql, keyspace, "3.9")
+    found = break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    projection_before = projection(cql, keyspace)
+
+    stopped = run(spark, cassandra_settings, keyspace, ranges=8, max_ranges=6)
+
+    assert stopped["status"] == "WINDOW_ENDED"
+    assert stopped["windowEnded"] == "window ended, 10 ranges left"
+    assert (stopped["ranges"]["done"], stopped["ranges"]["scannedByThisRun"]) == (6, 6)
+    assert projection(cql, keyspace) == projection_before, "a stopped scan writes nothing"
+    kept = journal(cql, keyspace)
+    assert len(kept) == 6 and all(row.finished_at for row in kept)
+    assert {row.table_name.split("-")[0] for row in kept} == {"imapuidtable"}, "the truth is scanned first"
+    sixth_range_end = token_ranges(8)[5][1]
+    in_six_ranges = cql.execute(
+        f"SELECT count(*) FROM {keyspace}.imapuidtable WHERE token(messageid) <= %s", (sixth_range_end,)
+    ).one()[0]
+    assert sum(row.rows for row in kept) == in_six_ranges
+
+    resumed = run(spark, cassandra_settings, keyspace)  # no option: the journal's unfinished scan goes on
+
+    assert resumed["status"] == "COMPLETED"
+    assert resumed["ranges"]["resumed"] is True
+    assert (resumed["ranges"]["done"], resumed["ranges"]["scannedByThisRun"]) == (16, 10)
+    assert resumed["inconsistencies"] == found
+    assert projection(cql, keyspace) == truth(cql, keyspace)
+    assert journal(cql, keyspace) == []
+
+
+def test_a_window_already_over_stops_before_any_range_and_fresh_starts_over(
+    cql, cassandra_settings, spark, new_keyspace
+):
+    keyspace = new_keyspace("window")
+    create_schema(cql, keyspace, "3.9")
+    platform(cql, keyspace, "3.9", mailboxes=1, per_mailbox=4)
+
+    ended = run(spark, cassandra_settings, keyspace, mode="check", ranges=4, until=time.time() - 1)
+    assert ended["status"] == "WINDOW_ENDED" and ended["ranges"]["done"] == 0
+
+    run(spark, cassandra_settings, keyspace, mode="check", ranges=4, max_ranges=2)
+    with pytest.raises(OperatorError, match="in 4 ranges, not 6: run without --ranges to resume it, or with --fresh"):
+        run(spark, cassandra_settings, keyspace, mode="check", ranges=6)
+    fresh = run(spark, cassandra_settings, keyspace, mode="check", ranges=6, fresh=True)
+    assert fresh["status"] == "COMPLETED"
+    assert (fresh["ranges"]["done"], fresh["ranges"]["total"], fresh["ranges"]["resumed"]) == (12, 12, False)
+
+
+def test_the_command_line_exits_6_when_the_window_ends_and_0_when_resumed(
+    cql, cassandra_settings, new_keyspace, tmp_path
+):
+    import json
+    import os
+    import subprocess
+
+    keyspace = new_keyspace("rangescli")
+    create_schema(cql, keyspace, "3.9")
+    platform(cql, keyspace, "3.9", mailboxes=1, per_mailbox=4)
+
+    def check(*options: str) -> tuple[int, dict]:
+        report = tmp_path / f"report-{len(options)}.json"
+        result = subprocess.run(
+            ["james-consistency", "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port)]
+            + ["--report", str(report), *options],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=os.environ,
+        )
+        assert result.returncode in (0, 6), result.stderr[-2000:]
+        return result.returncode, json.loads(report.read_text())
+
+    code, stopped = check("--ranges", "4", "--max-ranges", "3")
+    assert code == 6 and stopped["windowEnded"] == "window ended, 5 ranges left"
+    code, resumed = check()
+    assert code == 0 and resumed["ranges"]["resumed"] is True and resumed["ranges"]["scannedByThisRun"] == 5
