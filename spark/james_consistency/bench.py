@@ -77,9 +77,40 @@ def _timed(name: str, spark, action) -> dict:
 
 
 def bare_scan(spark, keyspace: str, columns: tuple[str, ...]) -> int:
-    truth = read_table(spark, keyspace, "imapuidtable", columns).count()
-    projection = read_table(spark, keyspace, "messageidtable", columns).count()
-    return truth + projection
+    """Both tables read whole, every column, into Spark's no-op sink (a count would let the connector skip columns);
+    returns the rows read."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    rows = 0
+    for table in ("imapuidtable", "messageidtable"):
+        counted = Observation(f"bare-{table}-{time.time_ns()}")
+        frame = read_table(spark, keyspace, table, columns).observe(counted, F.count(F.lit(1)).alias("rows"))
+        frame.write.format("noop").mode("overwrite").save()
+        rows += counted.get["rows"]
+    return rows
+
+
+def nightly_run(spark, settings: CassandraSettings, keyspace: str, run_dir: str) -> dict:
+    """The nightly DAG run's work, in process: a check in token ranges keeping its scan, the repair and the verify
+    reusing it (the DAG runs the same three jobs by spark-submit)."""
+    check = execute(spark, settings, RunOptions("messages", keyspace, mode="check", ranges=0, run_dir=run_dir))
+    repair = execute(
+        spark,
+        settings,
+        RunOptions("messages", keyspace, mode="repair", allow_destructive=True, run_dir=run_dir, reuse_scan=True),
+    )
+    verify = execute(spark, settings, RunOptions("messages", keyspace, mode="verify", run_dir=run_dir, reuse_scan=True))
+    return {"check": check, "repair": repair, "verify": verify}
+
+
+def stopped_and_resumed(spark, settings: CassandraSettings, keyspace: str, ranges: int) -> dict:
+    """A dry run in `ranges` token ranges per table stopped after half of them, then resumed by the next run."""
+    stopped = execute(
+        spark, settings, RunOptions("messages", keyspace, mode="check", ranges=ranges, max_ranges=ranges, fresh=True)
+    )
+    resumed = execute(spark, settings, RunOptions("messages", keyspace, mode="check"))
+    return {"stopped": stopped, "resumed": resumed}
 
 
 def james_style_reference(settings: CassandraSettings, keyspace: str, columns: tuple[str, ...], sample: int) -> dict:
@@ -311,6 +342,27 @@ def bench_messages(
         lambda: james_style_reference(settings, keyspace, columns, reference_sample),
     )
 
+    # The nightly DAG run on a freshly broken keyspace, then a dry run in token ranges uninterrupted and stopped at
+    # half of its ranges and resumed (same ranges: the total work is compared).
+    prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed + 2)
+    nightly = _timed(
+        "nightly run (check, repair, verify)",
+        spark,
+        lambda: nightly_run(spark, settings, keyspace, str(LOCAL_DIR / "bench" / f"nightly-{keyspace}")),
+    )
+    prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed + 3)
+    ranged = _timed(
+        "dry run in token ranges",
+        spark,
+        lambda: execute(spark, settings, RunOptions("messages", keyspace, mode="check", ranges=0, fresh=True)),
+    )
+    ranges = ranged["result"]["ranges"]["total"] // 2
+    resumed = _timed(
+        "dry run stopped at half and resumed",
+        spark,
+        lambda: stopped_and_resumed(spark, settings, keyspace, ranges),
+    )
+
     truth_rows = repair["result"]["processedImapUidEntries"]
     scanned_rows = scan["result"]
 
@@ -335,6 +387,32 @@ def bench_messages(
         },
         "dryRun": {"seconds": check["seconds"], "truthRowsPerSecond": rate(truth_rows, check)},
         "repair": {"seconds": repair["seconds"], "truthRowsPerSecond": rate(truth_rows, repair)},
+        "nightlyRun": {
+            "seconds": nightly["seconds"],
+            "truthRowsPerSecond": rate(truth_rows, nightly),
+            "found": nightly["result"]["check"]["inconsistencies"],
+            "fixed": {
+                name: nightly["result"]["repair"][f"{name}MessageIdEntries"] for name in ("added", "updated", "removed")
+            },
+            "remainingAfterVerify": nightly["result"]["verify"]["remainingInconsistencies"],
+            "verifiedCandidates": nightly["result"]["verify"]["verifiedCandidates"],
+            "verifiedSample": nightly["result"]["verify"]["verifiedSample"],
+            "ranges": nightly["result"]["check"]["ranges"]["total"],
+            "steps": {step: report["durationSeconds"] for step, report in nightly["result"].items()},
+        },
+        "dryRunInRanges": {
+            "seconds": ranged["seconds"],
+            "truthRowsPerSecond": rate(truth_rows, ranged),
+            "ranges": ranged["result"]["ranges"]["total"],
+        },
+        "stoppedAndResumed": {
+            "seconds": resumed["seconds"],
+            "stoppedAfterRanges": resumed["result"]["stopped"]["ranges"]["done"],
+            "stoppedStatus": resumed["result"]["stopped"]["status"],
+            "resumedScannedRanges": resumed["result"]["resumed"]["ranges"]["scannedByThisRun"],
+            "resumedStatus": resumed["result"]["resumed"]["status"],
+            "sameFindings": resumed["result"]["resumed"]["inconsistencies"] == ranged["result"]["inconsistencies"],
+        },
         "jamesStyleReference": {
             "seconds": reference["seconds"],
             "truthRowsPerSecond": rate(reference["result"]["processed"], reference),
@@ -342,12 +420,21 @@ def bench_messages(
         },
         "driverPeakJvmHeapMiB": {
             phase: figures_of["peakJvmHeapMiB"]
-            for phase, figures_of in (("bareScan", scan), ("dryRun", check), ("repair", repair))
+            for phase, figures_of in (
+                ("bareScan", scan),
+                ("dryRun", check),
+                ("repair", repair),
+                ("nightlyRun", nightly),
+                ("dryRunInRanges", ranged),
+            )
         },
         "driverPeakPythonRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
     figures["ratios"] = {
         "repairTimeOverBareScanTime": round(repair["seconds"] / scan["seconds"], 2),
+        "nightlyRunTimeOverBareScanTime": round(nightly["seconds"] / scan["seconds"], 2),
+        "rangedDryRunTimeOverBareScanTime": round(ranged["seconds"] / scan["seconds"], 2),
+        "stoppedAndResumedOverUninterrupted": round(resumed["seconds"] / ranged["seconds"], 2),
         "repairOverReferenceThroughput": round(
             figures["repair"]["truthRowsPerSecond"] / max(figures["jamesStyleReference"]["truthRowsPerSecond"], 1), 1
         ),

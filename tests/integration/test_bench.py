@@ -49,6 +49,15 @@ def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra
     }
     assert figures["ratios"]["repairOverJamesUnthrottledThroughput"] > 0
     assert figures["ratios"]["repairOverJamesDefaultRateThroughput"] > 0
+    # The nightly run scans once and leaves nothing; the stopped dry run, resumed, finds what the uninterrupted one did.
+    assert figures["bareScan"]["rowsScanned"] > figures["messages"], "both tables, every row"
+    nightly = figures["nightlyRun"]
+    assert sum(nightly["found"].values()) > 0 and nightly["remainingAfterVerify"] == 0
+    assert nightly["verifiedCandidates"] == sum(nightly["found"].values())
+    resumed = figures["stoppedAndResumed"]
+    assert (resumed["stoppedStatus"], resumed["resumedStatus"]) == ("WINDOW_ENDED", "COMPLETED")
+    assert resumed["stoppedAfterRanges"] + resumed["resumedScannedRanges"] == figures["dryRunInRanges"]["ranges"]
+    assert resumed["sameFindings"] is True
 
 
 def test_bench_counters_runs_james_recompute_mailbox_counters(cassandra_settings, spark, bench_prefix):
