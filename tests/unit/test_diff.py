@@ -1,6 +1,15 @@
 """The diff as a pure DataFrame function, on tiny local DataFrames."""
 
-from james_consistency.engine.diff import compare, inconsistencies, plan_metrics
+from james_consistency.engine.diff import (
+    ACTUAL_PREFIX,
+    EXPECTED_PREFIX,
+    compare,
+    inconsistencies,
+    normalize_empty_collections,
+    plan_metrics,
+)
+from pyspark.sql import functions as F
+from pyspark.testing.utils import assertDataFrameEqual
 
 KEY = ("mailboxid", "uid")
 VALUES = ("messageid", "flagseen", "userflags")
@@ -43,3 +52,88 @@ def test_plan_metrics_count_processed_rows_and_kinds(spark):
     metrics = compared.agg(*plan_metrics(compared)).first().asDict()
 
     assert metrics == {"expected_rows": 2, "projection_rows": 2, "missing": 1, "outdated": 1, "orphan": 1}
+
+
+# ---- the whole compared frame, with the expected rows beside the input ------------------------------------------
+
+COMPARED = (
+    "mailboxid string, uid long, expected_messageid string, expected_flagseen boolean, "
+    "expected_userflags array<string>, actual_messageid string, actual_flagseen boolean, "
+    "actual_userflags array<string>, kind string"
+)
+DOCUMENTED_COLUMNS = [
+    *KEY,
+    *(EXPECTED_PREFIX + name for name in VALUES),
+    *(ACTUAL_PREFIX + name for name in VALUES),
+    "kind",
+]
+
+
+def test_compare_pairs_both_sides_of_each_key_and_names_the_fix(spark):
+    expected = spark.createDataFrame([("m", 1, "a", True, ["b", "a"]), ("m", 2, "b", False, [])], SCHEMA)
+    actual = spark.createDataFrame([("m", 2, "b", True, None), ("m", 3, "c", None, ["x"])], SCHEMA)
+
+    compared = compare(expected, actual, KEY, VALUES).select(*DOCUMENTED_COLUMNS)
+
+    assertDataFrameEqual(
+        compared,
+        spark.createDataFrame(
+            [
+                ("m", 1, "a", True, ["a", "b"], None, None, None, "missing"),
+                ("m", 2, "b", False, None, "b", True, None, "outdated"),
+                ("m", 3, None, None, None, "c", None, ["x"], "orphan"),
+            ],
+            COMPARED,
+        ),
+    )
+
+
+def test_equivalent_rows_need_no_fix_and_an_undecidable_equivalence_is_no_equivalence(spark):
+    # e.g. counters: an absent value reads as zero. Equivalent here: the same message id, whatever the flags.
+    expected = spark.createDataFrame(
+        [("m", 1, "a", True, None), ("m", 2, "b", True, None), ("m", 3, None, True, None)], SCHEMA
+    )
+    actual = spark.createDataFrame(
+        [("m", 1, "a", False, None), ("m", 2, "other", True, None), ("m", 3, None, False, None)], SCHEMA
+    )
+    same_message = F.col(EXPECTED_PREFIX + "messageid") == F.col(ACTUAL_PREFIX + "messageid")
+
+    found = inconsistencies(compare(expected, actual, KEY, VALUES, same_message)).select("uid", "kind")
+
+    assertDataFrameEqual(found, spark.createDataFrame([(2, "outdated"), (3, "outdated")], "uid long, kind string"))
+
+
+def test_a_projection_of_keys_only_has_missing_and_orphan_rows_never_outdated_ones(spark):
+    schema = "mailboxid string, uid long"
+    expected = spark.createDataFrame([("m", 1), ("m", 2)], schema)
+    actual = spark.createDataFrame([("m", 2), ("m", 3)], schema)
+
+    found = inconsistencies(compare(expected, actual, KEY, ())).select(*KEY, "kind")
+
+    assertDataFrameEqual(
+        found,
+        spark.createDataFrame([("m", 1, "missing"), ("m", 3, "orphan")], "mailboxid string, uid long, kind string"),
+    )
+
+
+def test_sets_are_compared_sorted_and_an_empty_set_as_no_value(spark):
+    frame = spark.createDataFrame([("m", 1, "a", True, ["b", "a"]), ("m", 2, "a", True, [])], SCHEMA)
+
+    assertDataFrameEqual(
+        normalize_empty_collections(frame),
+        spark.createDataFrame([("m", 1, "a", True, ["a", "b"]), ("m", 2, "a", True, None)], SCHEMA),
+    )
+
+
+def test_plan_metrics_count_equivalent_rows_as_processed_not_as_fixes(spark):
+    expected = spark.createDataFrame([("m", 1, "a", True, None), ("m", 2, "b", True, None)], SCHEMA)
+    actual = spark.createDataFrame([("m", 1, "a", False, None), ("m", 3, "c", True, None)], SCHEMA)
+    everything_equivalent = F.lit(True)
+    compared = compare(expected, actual, KEY, VALUES, everything_equivalent)
+
+    assertDataFrameEqual(
+        compared.agg(*plan_metrics(compared)),
+        spark.createDataFrame(
+            [(2, 2, 0, 0, 0)], "expected_rows long, projection_rows long, missing long, outdated long, orphan long"
+        ),
+    )

@@ -1,6 +1,10 @@
 """The mailbox diagnosis as a pure DataFrame function, on tiny local DataFrames: which kind each row gets."""
 
+import pytest
 from james_consistency.mailboxes import diagnosis as d
+from james_consistency.mailboxes import policy
+from pyspark.sql import functions as F
+from pyspark.testing.utils import assertDataFrameEqual
 
 MAILBOXES = "mailboxId string, namespace string, user string, name string"
 PATHS = "namespace string, user string, name string, mailboxId string, written long"
@@ -41,3 +45,147 @@ def test_not_realignable_when_another_row_claims_the_registration_or_the_id_is_r
 
     assert claimed == {(d.TWO_IDS_ONE_PATH, "abc"): "id2", (d.PATH_POINTS_TO_ANOTHER_ID, "xyz"): "id3"}
     assert twice == {(d.TWO_IDS_ONE_PATH, "abc"): "id2", (d.ONE_ID_TWO_PATHS, "abc"): "id1"}
+
+
+# ---- every kind, with the expected findings beside the rows --------------------------------------------------------
+
+
+def frames(spark, rows: list[tuple], registrations: list[tuple], messages: list[tuple]):
+    """rows: (id, name); registrations: (name, id, written); messages: (id, count). User u of #private."""
+    return (
+        spark.createDataFrame([(i, "#private", "u", name) for i, name in rows], MAILBOXES),
+        spark.createDataFrame([("#private", "u", name, i, w) for name, i, w in registrations], PATHS),
+        spark.createDataFrame(messages, MESSAGES),
+    )
+
+
+FINDING = "kind string, mailboxId string, name string, mailboxPath string, registeredId string, messages long"
+
+
+def test_orphans_outdated_rows_and_ids_under_two_paths_are_each_found_once(spark):
+    mailboxes, paths, messages = frames(
+        spark,
+        rows=[("o1", "Orphan"), ("r1", "Old"), ("t1", "T1"), ("c1", "INBOX"), ("x1", None)],
+        registrations=[("Lost", "p1", 1), ("New", "r1", 2), ("T2", "t1", 9), ("T1", "t1", 5), ("INBOX", "c1", 1)],
+        messages=[("p1", 3), ("c1", 2)],
+    )
+    malformed_path = spark.createDataFrame([("#private", "u", "Broken", None, 1)], PATHS)
+
+    found = d.diagnose(mailboxes, paths.unionByName(malformed_path), messages)
+
+    assertDataFrameEqual(
+        found.select("kind", "mailboxId", "name", "mailboxPath", "registeredId", "messages"),
+        spark.createDataFrame(
+            [
+                (d.ORPHAN_MAILBOX, "o1", "Orphan", "#private:u:Orphan", None, 0),
+                (d.ORPHAN_PATH, "p1", "Lost", "#private:u:Lost", "p1", 3),
+                (d.MAILBOX_PATH_OUTDATED, "r1", "Old", "#private:u:Old", None, 0),
+                (d.ONE_ID_TWO_PATHS, "t1", "T1", "#private:u:T1", "t1", 0),
+            ],
+            FINDING,
+        ),
+    )
+    # What the policy acts on: the registrations of the id (sorted, with their write times) and the row's own path.
+    assertDataFrameEqual(
+        found.select(
+            "mailboxId",
+            F.col("paths.name").alias("registeredNames"),
+            F.col("paths.written").alias("written"),
+            F.col("mailboxRowPath.name").alias("rowName"),
+        ),
+        spark.createDataFrame(
+            [
+                ("o1", [], [], "Orphan"),
+                ("p1", ["Lost"], [1], None),
+                ("r1", ["New"], [2], "Old"),
+                ("t1", ["T1", "T2"], [5, 9], "T1"),
+            ],
+            "mailboxId string, registeredNames array<string>, written array<bigint>, rowName string",
+        ),
+    )
+
+
+def test_two_rows_on_one_path_carry_their_claimants_and_the_merge_plan_follows_the_registration(spark):
+    mailboxes, paths, messages = frames(
+        spark,
+        rows=[("w", "Shared"), ("l", "Shared"), ("f1", "Free"), ("f2", "Free")],
+        registrations=[("Shared", "w", 1)],
+        messages=[("w", 5), ("l", 2)],
+    )
+
+    found = d.diagnose(mailboxes, paths, messages)
+
+    assertDataFrameEqual(
+        found.select("kind", "mailboxId", "name", "registeredId", "claimants"),
+        spark.createDataFrame(
+            [
+                (d.TWO_IDS_ONE_PATH, "w", "Shared", "w", [("l", 2, 0), ("w", 5, 1)]),
+                (d.TWO_IDS_ONE_PATH, None, "Free", None, [("f1", 0, 0), ("f2", 0, 0)]),
+            ],
+            f"kind string, mailboxId string, name string, registeredId string, claimants array<{d.CLAIMANT_STRUCT}>",
+        ),
+    )
+    plans = {row["name"]: policy.merge_plan(row.asDict(recursive=True)) for row in found.collect()}
+    assert plans == {
+        "Shared": {"mergeDestination": "w", "mergeOrigins": ["l"]},
+        "Free": None,  # no registration: no certain winner, never guessed
+    }
+
+
+def claimant(mailbox_id: str, registrations: int) -> dict:
+    return {"mailboxId": mailbox_id, "messages": 1, "registrations": registrations}
+
+
+@pytest.mark.parametrize(
+    ("finding", "plan"),
+    [
+        (
+            {"registeredId": "w", "claimants": [claimant("a", 0), claimant("w", 1), claimant("b", 0)]},
+            {"mergeDestination": "w", "mergeOrigins": ["a", "b"]},
+        ),
+        ({"registeredId": "w", "claimants": [claimant("a", 1), claimant("w", 1)]}, None),
+        ({"registeredId": "z", "claimants": [claimant("a", 0), claimant("w", 1)]}, None),
+    ],
+    ids=["every-unregistered-loser-merges-into-the-registered-id", "a-registered-loser", "winner-not-a-claimant"],
+)
+def test_the_merge_plan_merges_only_losers_registered_under_no_path(finding, plan):
+    assert policy.merge_plan(finding) == plan
+
+
+def test_the_scans_are_read_under_the_diagnosis_names_and_malformed_rows_are_counted(spark):
+    raw_mailboxes = spark.createDataFrame(
+        [("i1", ("#private", "u"), "INBOX"), ("i2", ("#private", None), "Sent")],
+        "id string, mailboxbase struct<namespace: string, user: string>, name string",
+    )
+    raw_paths = spark.createDataFrame(
+        [("#private", "u", "INBOX", "i1", 7), ("#private", "u", "Gone", None, 8)],
+        "namespace string, user string, mailboxname string, mailboxid string, written long",
+    )
+    truth = spark.createDataFrame([("i1", "m1"), ("i1", "m2"), ("i3", "m3")], "mailboxid string, messageid string")
+
+    mailboxes, paths = d.mailbox_entries(raw_mailboxes), d.path_entries(raw_paths)
+    mailbox_health, path_health = d.health_metrics(mailboxes, paths)
+
+    assertDataFrameEqual(
+        mailboxes,
+        spark.createDataFrame([("i1", "#private", "u", "INBOX"), ("i2", "#private", None, "Sent")], MAILBOXES),
+    )
+    assertDataFrameEqual(
+        paths, spark.createDataFrame([("#private", "u", "INBOX", "i1", 7), ("#private", "u", "Gone", None, 8)], PATHS)
+    )
+    assertDataFrameEqual(d.message_references(truth), spark.createDataFrame([("i1", 2), ("i3", 1)], MESSAGES))
+    assertDataFrameEqual(
+        mailboxes.agg(*mailbox_health),
+        spark.createDataFrame([(2, 1)], "mailbox_rows long, malformed_mailbox_rows long"),
+    )
+    assertDataFrameEqual(
+        paths.agg(*path_health), spark.createDataFrame([(2, 1)], "path_rows long, malformed_path_rows long")
+    )
+
+
+def test_kind_counts_give_one_figure_per_kind(spark):
+    findings = spark.createDataFrame([(d.ORPHAN_PATH,), (d.ORPHAN_PATH,), (d.TWO_IDS_ONE_PATH,)], "kind string")
+
+    counts = findings.agg(*d.kind_counts(findings)).first().asDict()
+
+    assert counts == {**dict.fromkeys(d.KINDS, 0), d.ORPHAN_PATH: 2, d.TWO_IDS_ONE_PATH: 1}

@@ -1,0 +1,75 @@
+"""What a gate's verdict turns into (GateResult), judged by Great Expectations on a one-row figures DataFrame as the
+engine builds it, without Cassandra: the expectation that failed, on which column, what was observed."""
+
+import pytest
+from james_consistency import gates
+
+HEALTHY_TRUTH = {
+    "truth_rows": 10,
+    "null_messageid": 0,
+    "null_mailboxid": 0,
+    "null_uid": 0,
+    "uid_below_1": 0,
+    "null_modseq": 0,
+    "negative_modseq": 0,
+    "duplicate_truth_keys": 0,
+}
+PLAN = "destructive_share double, destructive_rows long, projection_rows long"
+
+
+@pytest.fixture(autouse=True)
+def gx_root(tmp_path, monkeypatch):
+    """Validation results and Data Docs go to a folder of this test, not to the operator's."""
+    monkeypatch.setenv("JAMES_GX_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_a_healthy_truth_passes_every_expectation_of_its_suite(spark):
+    result = gates.validate(spark.createDataFrame([HEALTHY_TRUTH]), "messages_truth_health")
+
+    assert (result.name, result.success, result.evaluated, result.failed_expectations) == (
+        "messages_truth_health",
+        True,
+        7,
+        [],
+    )
+    assert result.summary() == "gate messages_truth_health: passed (7 expectations)"
+
+
+def test_each_failed_expectation_names_its_column_and_what_was_observed(spark):
+    figures = {**HEALTHY_TRUTH, "uid_below_1": 2, "duplicate_truth_keys": 1}
+
+    result = gates.validate(spark.createDataFrame([figures]), "messages_truth_health", asset="messages_truth_health")
+
+    assert not result.success
+    assert result.evaluated == 7
+    failed = {(f["expectation"], f["target"], f["observed"]) for f in result.failed_expectations}
+    assert failed == {
+        ("expect_column_values_to_be_between", "uid_below_1", 1),
+        ("expect_column_values_to_be_between", "duplicate_truth_keys", 1),
+    }, "observed is the number of rows (here: the one figures row) outside the bounds"
+    samples = {f["target"]: f["sample"] for f in result.failed_expectations}
+    assert samples == {"uid_below_1": [2], "duplicate_truth_keys": [1]}, "the offending figure itself"
+    assert result.summary().startswith("gate messages_truth_health: FAILED 2/7: ")
+    assert "uid_below_1" in result.summary() and "duplicate_truth_keys" in result.summary()
+
+
+def test_the_plan_safety_threshold_is_a_parameter_of_the_run(spark):
+    plan = spark.createDataFrame([(0.25, 5, 20)], PLAN)
+
+    too_destructive = gates.validate(plan, "plan_safety", {"max_destructive_share": 0.1})
+    allowed = gates.validate(plan, "plan_safety", {"max_destructive_share": 1.0})
+
+    assert not too_destructive.success
+    assert [(f["target"], f["observed"], f["sample"]) for f in too_destructive.failed_expectations] == [
+        ("destructive_share", 1, [0.25])
+    ]
+    assert allowed.success and allowed.failed_expectations == []
+
+
+def test_results_and_data_docs_are_kept_under_the_gx_root(spark, gx_root):
+    result = gates.validate(spark.createDataFrame([HEALTHY_TRUTH]), "messages_truth_health")
+
+    assert result.results_dir == str(gx_root / "gx" / "uncommitted" / "validations" / "messages_truth_health")
+    assert result.data_docs == str(gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html")
+    assert (gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
