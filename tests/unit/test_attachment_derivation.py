@@ -135,3 +135,16 @@ def test_the_report_names_each_unfixable_reference_as_james_would(spark):
         },
         {"kind": "recheck-failed", "error": "timeout"},
     ]
+
+
+def test_the_attachment_truth_health_counts_references_without_a_message_or_an_attachment_id(spark):
+    spec = projection_spec("attachments", "3.9")
+    truth = spark.createDataFrame(
+        [("m1", "a1"), (None, "a2"), ("m3", None), ("m4", None)], "messageid string, attachmentid string"
+    )
+
+    assert spec.health.suite == "attachments_truth_health"
+    assertDataFrameEqual(
+        truth.agg(*spec.health.metrics()),
+        spark.createDataFrame([(1, 2)], "null_messageid long, null_attachment_id long"),
+    )

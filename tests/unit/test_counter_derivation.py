@@ -176,3 +176,34 @@ def test_quota_truth_health_adds_sizes_that_cannot_be_summed(spark):
         [(0, 0, 1, 1)], "null_uid long, uid_below_1 long, null_size long, negative_size long"
     )
     assertDataFrameEqual(truth.agg(*spec.health.metrics()), expected)
+
+
+def test_the_counters_report_speaks_james_recompute_mailbox_counters_fields():
+    report = {
+        "expectedProjectionRows": 3,
+        "errors": [{"mailboxId": "B", "error": "moved"}, {"mailboxId": "A", "error": "x"}, {"mailboxId": "B"}],
+    }
+
+    projection_spec("counters", "3.9").finish_report(report)
+
+    assert (report["processedMailboxes"], report["failedMailboxes"]) == (3, ["A", "B"])
+    assert "ADR-0023" in report["concurrencyNote"]
+
+
+def test_the_quotas_report_speaks_james_recompute_current_quotas_fields():
+    report = {"expectedProjectionRows": 8, "errors": [{"quotaRoot": BOB}, {"quotaRoot": BOB}]}
+
+    projection_spec("quotas", "3.9", keyspace_tables=frozenset({"quotacurrentvalue"})).finish_report(report)
+
+    assert report["recomputeSingleQuotaComponentResults"] == [
+        # four roots: a count row and a size row each
+        {"quotaComponent": "MAILBOX", "processedIdentifierCount": 4, "failedIdentifiers": [BOB]}
+    ]
+
+
+def test_the_35_quotas_report_counts_one_row_per_root():
+    report = {"expectedProjectionRows": 4, "errors": []}
+
+    projection_spec("quotas", "3.5", keyspace_tables=frozenset({"currentquota"})).finish_report(report)
+
+    assert report["recomputeSingleQuotaComponentResults"][0]["processedIdentifierCount"] == 4

@@ -17,11 +17,14 @@ HEALTHY_TRUTH = {
 PLAN = "destructive_share double, destructive_rows long, projection_rows long"
 
 
-@pytest.fixture(autouse=True)
-def gx_root(tmp_path, monkeypatch):
-    """Validation results and Data Docs go to a folder of this test, not to the operator's."""
-    monkeypatch.setenv("JAMES_GX_ROOT", str(tmp_path))
-    return tmp_path
+@pytest.fixture(scope="module", autouse=True)
+def gx_root(tmp_path_factory):
+    """Validation results and Data Docs go to a folder of these tests, not to the operator's (one for the module:
+    a Great Expectations context takes seconds to build)."""
+    root = tmp_path_factory.mktemp("gx")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JAMES_GX_ROOT", str(root))
+        yield root
 
 
 def test_a_healthy_truth_passes_every_expectation_of_its_suite(spark):
@@ -73,3 +76,31 @@ def test_results_and_data_docs_are_kept_under_the_gx_root(spark, gx_root):
     assert result.results_dir == str(gx_root / "gx" / "uncommitted" / "validations" / "messages_truth_health")
     assert result.data_docs == str(gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html")
     assert (gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+
+
+def test_after_a_repair_each_confirmed_remaining_difference_fails_projection_matches_truth(spark):
+    remaining = spark.createDataFrame(
+        [("m", 1, "missing"), ("m", 2, "outdated")], "mailboxid string, uid long, kind string"
+    )
+
+    result = gates.validate(remaining, "projection_matches_truth", asset="messages_remaining")
+    nothing_left = gates.validate(remaining.limit(0), "projection_matches_truth", asset="messages_remaining")
+
+    assert [(f["expectation"], f["target"], f["observed"]) for f in result.failed_expectations] == [
+        ("expect_table_row_count_to_equal", "table", 2)
+    ]
+    assert not result.success and nothing_left.success
+
+
+def test_the_mailbox_repair_gate_objects_to_every_fixable_kind_left_never_to_conflicts(spark):
+    left = spark.createDataFrame(
+        [("two-ids-one-path",), ("path-points-to-another-id",), ("orphan-path",), ("orphan-path",)], "kind string"
+    )
+
+    result = gates.validate(left, "mailbox_repaired")
+    conflicts_only = gates.validate(left.where("kind != 'orphan-path'"), "mailbox_repaired")
+
+    assert [(f["target"], f["observed"], f["sample"]) for f in result.failed_expectations] == [
+        ("kind", 2, ["orphan-path", "orphan-path"])
+    ]
+    assert conflicts_only.success
