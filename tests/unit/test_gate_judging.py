@@ -3,6 +3,7 @@ engine builds it, without Cassandra: the expectation that failed, on which colum
 
 import pytest
 from james_consistency import gates
+from james_consistency.projections import CHECKS, TARGETS, projection_spec
 
 HEALTHY_TRUTH = {
     "truth_rows": 10,
@@ -104,3 +105,30 @@ def test_the_mailbox_repair_gate_objects_to_every_fixable_kind_left_never_to_con
         ("kind", 2, ["orphan-path", "orphan-path"])
     ]
     assert conflicts_only.success
+
+
+TRUTH_COLUMNS = (
+    "messageid string, mailboxid string, uid long, modseq long, fullcontentoctets long, aggregateid string, "
+    "eventid int, event string, id string, attachmentid string"
+)
+
+
+def suite_columns(name: str) -> set[str]:
+    return {expectation["kwargs"]["column"] for expectation in gates.load_suite(name).to_json_dict()["expectations"]}
+
+
+@pytest.mark.parametrize(
+    ("target", "generation"),
+    [
+        (target, generation)
+        for target in (*TARGETS, *CHECKS)
+        for generation in ("3.9", "3.5")
+        if (target, generation) != ("aclv2", "3.5")  # no aclv2 in 3.5 (test_projection_specs)
+    ],
+)
+def test_each_truth_suite_judges_exactly_the_figures_its_scan_measures(spark, target, generation):
+    spec = projection_spec(target, generation, keyspace_tables=frozenset({"currentquota"}))
+    # The scan's figures (run.scan): the spec's problems, and the keys several truth rows claim.
+    measured = set(spark.createDataFrame([], TRUTH_COLUMNS).agg(*spec.health.metrics()).columns)
+
+    assert suite_columns(spec.health.suite) == measured | {"duplicate_truth_keys"}
