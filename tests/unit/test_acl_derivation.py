@@ -55,6 +55,54 @@ def event_store(spark):
     )
 
 
+TASK_ID = "2c7f4081-aa30-11e9-bf6c-2d3b9e84aafd"
+# James's other event-sourced aggregates, as their DTOs serialize them (the JSON of James's serialization tests).
+OTHER_AGGREGATES = [
+    (
+        "BlobStoreStorageStrategyConfiguration",
+        0,
+        '{"eventId":0,"aggregateKey":"BlobStoreStorageStrategyConfiguration","type":"storage-strategy-changed",'
+        '"storageStrategy":"DEDUPLICATION"}',
+    ),
+    (
+        f"Task/{TASK_ID}",
+        0,
+        f'{{"task":{{"type":"completed-task"}},"type":"task-manager-created","aggregate":"{TASK_ID}","event":0,'
+        '"hostname":"foo"}',
+    ),
+    (f"Task/{TASK_ID}", 1, f'{{"aggregate":"{TASK_ID}","event":1,"type":"task-manager-started","hostname":"foo"}}'),
+    (
+        "FilteringRule/bob@domain.tld",
+        0,
+        '{"type":"filtering-rule-set-defined","eventId":0,"aggregateId":"FilteringRule/bob@domain.tld","rules":[]}',
+    ),
+    (
+        "DLPRule/domain.tld",
+        0,
+        '{"type":"dlp-configuration-store","eventId":0,"aggregateId":"DLPRule/domain.tld","configurationItems":[]}',
+    ),
+    (
+        "QuotaThreasholdEvents/default/bob@domain.tld",
+        0,
+        '{"type":"quota-threshold-change","eventId":0,"aggregateId":"QuotaThreasholdEvents/default/bob@domain.tld",'
+        '"sizeQuota":{"used":23,"limit":33},"countQuota":{"used":12,"limit":45},'
+        '"sizeEvolution":{"change":"NoChange"},"countEvolution":{"change":"NoChange"}}',
+    ),
+]
+
+
+def test_only_mailbox_acl_aggregates_of_the_event_store_are_read_as_truth(spark):
+    mailbox_events = [acl_event(M1, 0, {"bob@domain.tld": "l"}), acl_event(M1, 1, {"bob@domain.tld": "lr"})]
+    events = spark.createDataFrame(mailbox_events + OTHER_AGGREGATES, EVENTS)
+
+    for target in ("acl", "aclv2"):
+        spec = projection_spec(target, "3.9")
+        truth = spec.truth.scan(reader({"eventStore": events}))
+
+        assertDataFrameEqual(truth, spark.createDataFrame(mailbox_events, EVENTS))
+        assertDataFrameEqual(spec.unreadable.find(truth), [])
+
+
 def scanned_truth(spark, target: str):
     spec = projection_spec(target, "3.9")
     return spec, spec.truth.scan(reader({"eventStore": event_store(spark)}))
