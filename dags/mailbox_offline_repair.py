@@ -1,9 +1,9 @@
 """mailbox_offline_repair: James's SolveMailboxInconsistencies (mailbox <-> mailboxPathV3 / mailboxPathV2), behind a
 human approval. Manual only: it must run while James's SMTP, IMAP and JMAP services are stopped.
 
-    diagnose (Spark, read-only; health gate, and the `mailbox_nothing_to_do` gate)
+    check (Spark, read-only diagnosis; health gate, and the `mailbox_nothing_to_do` gate)
       -> anything_to_repair (nothing to do ends the run successfully; else the summary goes to the form)
-      -> approve_offline_repair (human-in-the-loop: counts, conflicts, sample; type ALL-SERVICES-ARE-OFFLINE;
+      -> approve (human-in-the-loop: counts, conflicts, sample; type ALL-SERVICES-ARE-OFFLINE;
          only the approvers of JAMES_MAILBOX_APPROVERS; no answer within JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES
          means Reject; they are notified with a link to the approval page)
       -> repair (Spark: passes of SERIAL re-reads and lightweight transactions) -> verify (gate) -> report
@@ -20,8 +20,8 @@ from james_airflow.approval import (
     ApprovalRequest,
     MailboxJobOperator,
     OfflineApprovalOperator,
-    anything_to_repair,
     approval_params,
+    something_to_repair,
     summarize,
 )
 from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_setting
@@ -72,9 +72,9 @@ with DAG(
         "execution_timeout": timedelta(hours=6),
     },
 ) as dag:
-    diagnose = MailboxJobOperator(task_id="diagnose", mode="check", pool=HEAVY_POOL)
-    gate = ShortCircuitOperator(
-        task_id="anything_to_repair", python_callable=anything_to_repair, ignore_downstream_trigger_rules=False
+    check = MailboxJobOperator(task_id="check", mode="check", pool=HEAVY_POOL)
+    anything_to_repair = ShortCircuitOperator(
+        task_id="anything_to_repair", python_callable=something_to_repair, ignore_downstream_trigger_rules=False
     )
     approve = OfflineApprovalOperator(
         task_id=APPROVE,
@@ -89,4 +89,4 @@ with DAG(
     repair = MailboxJobOperator(task_id="repair", mode="repair", pool=HEAVY_POOL)
     verify = MailboxJobOperator(task_id="verify", mode="verify", pool=HEAVY_POOL)
     report = PythonOperator(task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED)
-    diagnose >> gate >> approve >> repair >> verify >> report
+    check >> anything_to_repair >> approve >> repair >> verify >> report

@@ -22,7 +22,7 @@ from james_airflow.runs import read_report
 
 log = logging.getLogger(__name__)
 
-DIAGNOSE, GATE, APPROVE = "diagnose", "anything_to_repair", "approve_offline_repair"
+CHECK, APPROVE = "check", "approve"
 CONFIRMATION_FIELD = "confirmation"
 ANSWER = "answer"  # the XCom key of the approver's decision
 
@@ -73,10 +73,10 @@ class MailboxJobOperator(ConsistencyJobOperator):
         return super()._get_hook()
 
 
-def anything_to_repair(**context) -> bool:
+def something_to_repair(**context) -> bool:
     """The gate after the diagnosis: Great Expectations' `mailbox_nothing_to_do` (run in the job) passed means the
     run ends here, successfully; otherwise the summary for the approval form is pushed (XCom `approval_summary`)."""
-    report = read_report(context["dag"].dag_id, context["run_id"], DIAGNOSE)
+    report = read_report(context["dag"].dag_id, context["run_id"], CHECK)
     if report is None:
         raise RuntimeError("the diagnosis wrote no report")
     log.info("diagnosis: %s", report.get("inconsistencies"))
@@ -113,7 +113,7 @@ class ApprovalRequest(BaseNotifier):
         ti = context["ti"]
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
         link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=airflow_base_url())
-        report = read_report(dag_id, run_id, DIAGNOSE) or {}
+        report = read_report(dag_id, run_id, CHECK) or {}
         alert = {
             "title": f"{dag_id}: approval requested",
             "kind": "approval-request",
@@ -196,7 +196,7 @@ Options of this run: orphan paths `{{ params.orphan_paths }}`, merge `{{ params.
 def summarize(**context) -> dict:
     """The run's outcome in one XCom: what the diagnosis found, what the approver decided, what the repair did."""
     dag_id, run_id = context["dag"].dag_id, context["run_id"]
-    diagnosis = read_report(dag_id, run_id, DIAGNOSE) or {}
+    diagnosis = read_report(dag_id, run_id, CHECK) or {}
     repair = read_report(dag_id, run_id, "repair")
     verify = read_report(dag_id, run_id, "verify")
     answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER)

@@ -1,9 +1,9 @@
 """The shape every online repair DAG shares, so each DAG file only says which projection it repairs and when:
 
-    check_before (Spark: scan, diff, truth-health gate; a dry run)
+    check (Spark: scan, diff, truth-health gate; a dry run)
       -> anything_to_repair (short-circuit: nothing inconsistent, or a dry run, ends the run here)
       -> repair (Spark: plan-safety gate, delayed re-check, fixes)
-      -> verify_after (Spark: re-scan and re-check; the projection-matches-truth gate)
+      -> verify (Spark: re-scan and re-check; the projection-matches-truth gate)
       -> report (a summary of the three job reports; announces the keyspace's asset through its alias outlets)
 
 `multi_target_consistency_dag` runs that chain for several projections, one branch each (task ids check_<target>,
@@ -141,7 +141,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
     }
 
 
-def anything_to_repair(check_step: str = "check_before", **context) -> bool:
+def something_to_repair(check_step: str = "check", **context) -> bool:
     """Continue to the repair only when the check found something and the run is not a dry run."""
     report = read_report(context["dag"].dag_id, context["run_id"], check_step)
     if report is None:
@@ -267,19 +267,19 @@ def consistency_dag(
         tags=[target],
         alert_title="a check or repair failed",
     ) as dag:
-        check = _spark_job(task_id="check_before", target=target, mode="check")
-        decide = ShortCircuitOperator(
-            task_id="anything_to_repair", python_callable=anything_to_repair, ignore_downstream_trigger_rules=False
+        check = _spark_job(task_id="check", target=target, mode="check")
+        anything_to_repair = ShortCircuitOperator(
+            task_id="anything_to_repair", python_callable=something_to_repair, ignore_downstream_trigger_rules=False
         )
         repair = _spark_job(task_id="repair", target=target, mode="repair")
-        verify = _spark_job(task_id="verify_after", target=target, mode="verify")
+        verify = _spark_job(task_id="verify", target=target, mode="verify")
         report = PythonOperator(
             task_id="report",
             python_callable=summarize_and_announce,
             trigger_rule=TriggerRule.NONE_FAILED,
             outlets=list(outlets),
         )
-        check >> decide >> repair >> verify >> report
+        check >> anything_to_repair >> repair >> verify >> report
     return dag
 
 
@@ -319,15 +319,15 @@ def multi_target_consistency_dag(
         verifications = []
         for target, target_title in targets.items():
             check = _spark_job(task_id=f"check_{target}", target=target, mode="check", doc_md=f"Check {target_title}")
-            decide = ShortCircuitOperator(
+            anything_to_repair = ShortCircuitOperator(
                 task_id=f"anything_to_repair_{target}",
-                python_callable=anything_to_repair,
+                python_callable=something_to_repair,
                 op_kwargs={"check_step": f"check_{target}"},
                 ignore_downstream_trigger_rules=False,
             )
             repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair")
             verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify")
-            check >> decide >> repair >> verify
+            check >> anything_to_repair >> repair >> verify
             verifications.append(verify)
         verifications >> _branch_report()
     return dag

@@ -168,8 +168,7 @@ def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagno
             wait_for(
                 "the approval request",
                 lambda: (
-                    api.task_states(MAILBOX_DAG, mailbox_run_id).get("approve_offline_repair")
-                    in ("deferred", "awaiting_input")
+                    api.task_states(MAILBOX_DAG, mailbox_run_id).get("approve") in ("deferred", "awaiting_input")
                     or api.run_state(MAILBOX_DAG, mailbox_run_id) in ("success", "failed")
                 ),
             )
@@ -212,7 +211,7 @@ def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagno
     assert "Type ALL-SERVICES-ARE-OFFLINE" in approval_form
     # Rejected in the UI: the run succeeds, the repair is skipped, nothing was written.
     assert final_state == "success"
-    assert mailbox_tasks["approve_offline_repair"] == "success" and mailbox_tasks["repair"] == "skipped"
+    assert mailbox_tasks["approve"] == "success" and mailbox_tasks["repair"] == "skipped"
     assert outcome["value"]["decision"] == "rejected" and outcome["value"]["respondedBy"]["id"] == APPROVER
     assert mailbox_rows(cql, mailboxes_keyspace) == mailboxes_before
     assert paths(cql, mailboxes_keyspace, "3.9") == paths_before

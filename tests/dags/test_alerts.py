@@ -168,7 +168,7 @@ def test_a_failed_gate_is_mailed_with_its_validation_summary(failed_gate_run):
     assert mail["to"] == RECIPIENTS and mail["from"] == "airflow@example.org"
     subject = mail["message"]["Subject"]
     assert subject == (
-        f"[james-consistency] {DAG_ID}.check_before on {keyspace}: "
+        f"[james-consistency] {DAG_ID}.check on {keyspace}: "
         "gate messages_truth_health failed (uid_below_1, null_modseq)"
     )
     body = html_body(mail)
@@ -176,7 +176,7 @@ def test_a_failed_gate_is_mailed_with_its_validation_summary(failed_gate_run):
     for expected in (
         "message_consistency: a check or repair failed",
         f"<th align='left'>Run</th><td>{run.run_id}</td>",
-        "<th align='left'>Task</th><td>check_before</td>",
+        "<th align='left'>Task</th><td>check</td>",
         "the Spark job exited with code 4: a Great Expectations gate failed",
         "Gate messages_truth_health failed: 2 of 7 expectations",
         "<code>uid_below_1</code> (expect_column_values_to_be_between): 1 truth rows",
@@ -214,16 +214,14 @@ def test_a_failed_gate_is_posted_to_the_chat_webhook(failed_gate_run):
     assert f"<{AIRFLOW_URL}/dags/{DAG_ID}/runs/{quote(run.run_id, safe='')}|Airflow run>" in texts
     assert "/data_docs/local_site/index.html|Great Expectations Data Docs>" in texts
     fields = {field["text"] for block in payload["blocks"] for field in block.get("fields", [])}
-    assert {"*Task*\ncheck_before", f"*Keyspace*\n{failed_gate_run.keyspace}", "*Status*\nFAILED"} <= fields
+    assert {"*Task*\ncheck", f"*Keyspace*\n{failed_gate_run.keyspace}", "*Status*\nFAILED"} <= fields
 
 
 def test_the_alert_log_keeps_the_same_summary_and_no_webhook_token(failed_gate_run):
     assert len(failed_gate_run.alerts) == 1
     alert = failed_gate_run.alerts[0]
     assert alert["run_url"] == f"{AIRFLOW_URL}/dags/{DAG_ID}/runs/{quote(failed_gate_run.run.run_id, safe='')}"
-    assert (
-        alert["log_url"].startswith(f"{AIRFLOW_URL}/dags/{DAG_ID}/runs/") and "/tasks/check_before" in alert["log_url"]
-    )
+    assert alert["log_url"].startswith(f"{AIRFLOW_URL}/dags/{DAG_ID}/runs/") and "/tasks/check" in alert["log_url"]
     gate = alert["report"]["failed_gates"][0]
     assert [(f["target"], f["count"]) for f in gate["failed_expectations"]] == [("uid_below_1", 1), ("null_modseq", 1)]
     assert gate["sample_rows"][0]["uid"] == 0 and gate["sample_rows"][0]["modseq"] is None
@@ -231,12 +229,12 @@ def test_the_alert_log_keeps_the_same_summary_and_no_webhook_token(failed_gate_r
 
 
 def replay_context(dagbag, run_id: str) -> dict:
-    """The context Airflow gives a failure callback of check_before in that run (its report is on disk)."""
+    """The context Airflow gives a failure callback of check in that run (its report is on disk)."""
     ti = SimpleNamespace(
-        task_id="check_before",
+        task_id="check",
         run_id=run_id,
         try_number=1,
-        log_url=f"{AIRFLOW_URL}/dags/{DAG_ID}/runs/{quote(run_id, safe='')}/tasks/check_before?try_number=1",
+        log_url=f"{AIRFLOW_URL}/dags/{DAG_ID}/runs/{quote(run_id, safe='')}/tasks/check?try_number=1",
     )
     failure = RuntimeError(
         "Cannot execute: spark-submit --master local[*] --name james-messages-check spark/jobs/reconcile.py. "
@@ -342,7 +340,7 @@ def test_other_code_can_send_its_own_alert_through_the_same_channels(dagbag, cha
         monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", smtp.connection())
         monkeypatch.setenv("JAMES_ALERT_EMAILS", "mail-ops@example.org")
         monkeypatch.setenv("JAMES_ALERT_WEBHOOK_URL", webhook.url + WEBHOOK_PATH + WEBHOOK_TOKEN)
-        ti = SimpleNamespace(task_id="approve_mailbox_repair", run_id="manual__approval", try_number=1, log_url=None)
+        ti = SimpleNamespace(task_id="approve", run_id="manual__approval", try_number=1, log_url=None)
         context = {"dag": dagbag.get_dag(DAG_ID), "run_id": "manual__approval", "ti": ti}
         alert = build_alert(context, "mailbox repair: approval needed", message="3 mailboxes would be merged")
         alert["links"] = [["Required actions", f"{AIRFLOW_URL}/required_actions"]]
@@ -353,10 +351,7 @@ def test_other_code_can_send_its_own_alert_through_the_same_channels(dagbag, cha
 
     assert failed == []
     mail = smtp.mails[0]
-    assert (
-        mail["message"]["Subject"]
-        == f"[james-consistency] {DAG_ID}.approve_mailbox_repair: mailbox repair: approval needed"
-    )
+    assert mail["message"]["Subject"] == f"[james-consistency] {DAG_ID}.approve: mailbox repair: approval needed"
     body = html_body(mail)
     assert "<p>3 mailboxes would be merged</p>" in body
     assert f"<a href='{AIRFLOW_URL}/required_actions'>Required actions</a>" in body

@@ -19,13 +19,13 @@ def test_weekly_off_peak_with_its_own_cron_variable(dagbag):
     assert isinstance(dag.timetable, CronTriggerTimetable)
     assert dag.timetable._expression == os.environ.get("JAMES_ATTACHMENT_CHECK_CRON", "0 5 * * 0")
     assert {task.task_id for task in dag.tasks} == {
-        "check_before",
+        "check",
         "anything_to_repair",
         "repair",
-        "verify_after",
+        "verify",
         "report",
     }
-    assert {dag.get_task(step).target for step in ("check_before", "repair", "verify_after")} == {"attachments"}
+    assert {dag.get_task(step).target for step in ("check", "repair", "verify")} == {"attachments"}
     # A check that found lost attachments fails (and alerts), and the fixable references are still repaired.
     assert dag.get_task("anything_to_repair").trigger_rule == "all_done"
     assert dag.max_active_runs == 1 and dag.catchup is False
@@ -59,12 +59,12 @@ def test_a_lost_attachment_alerts_and_the_derivable_references_are_still_repaire
 
     assert str(run.state) == "failed"
     states = task_states(run)
-    assert states["check_before"] == "failed" and states["anything_to_repair"] == "success"
+    assert states["check"] == "failed" and states["anything_to_repair"] == "success"
     assert states["repair"] == "failed", "PARTIAL: one attachment cannot be fixed"
     row = cql.execute(f"SELECT message_id FROM {keyspace}.attachmentv2 WHERE idasuuid = {as_uuid(fixable)}").one()
     assert str(row.message_id) == fixable_message
     alerts = airflow_against_test_node()
-    assert sorted(alert["task_id"] for alert in alerts) == ["check_before", "repair"]
+    assert sorted(alert["task_id"] for alert in alerts) == ["check", "repair"]
     for alert in alerts:
         assert alert["dag_id"] == DAG_ID and alert["report"]["keyspace"] == keyspace
         assert alert["report"]["status"] == "PARTIAL"

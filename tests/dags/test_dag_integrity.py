@@ -133,15 +133,30 @@ def test_message_consistency_is_gate_check_repair_gate_report(dagbag):
     from airflow.providers.standard.operators.python import ShortCircuitOperator
 
     dag = dagbag.get_dag("message_consistency")
-    chain = ["check_before", "anything_to_repair", "repair", "verify_after", "report"]
+    chain = ["check", "anything_to_repair", "repair", "verify", "report"]
 
     assert [task.task_id for task in dag.topological_sort()] == chain
     for upstream, downstream in zip(chain, chain[1:], strict=False):
         assert dag.get_task(upstream).downstream_task_ids == {downstream}
     assert isinstance(dag.get_task("anything_to_repair"), ShortCircuitOperator)
-    assert [task.task_id for task in dag.tasks if is_heavy(task)] == ["check_before", "repair", "verify_after"]
-    assert {dag.get_task(t).mode for t in ("check_before", "repair", "verify_after")} == {"check", "repair", "verify"}
-    assert dag.get_task("check_before")._conn_id == "spark_default"
+    assert [task.task_id for task in dag.tasks if is_heavy(task)] == ["check", "repair", "verify"]
+    assert {dag.get_task(t).mode for t in ("check", "repair", "verify")} == {"check", "repair", "verify"}
+    assert dag.get_task("check")._conn_id == "spark_default"
+
+
+def test_task_ids_are_named_after_their_step_with_the_target_only_in_multi_target_dags(dagbag):
+    steps = ("check", "anything_to_repair", "approve", "repair", "verify", "report")
+    for dag_id, dag in dagbag.dags.items():
+        targets = {task.target for task in dag.tasks if is_heavy(task)}
+        expected_suffixes = {f"_{target}" for target in targets} if len(targets) > 1 else {""}
+        for task in dag.tasks:
+            step = next((step for step in steps if task.task_id.startswith(step)), None)
+            assert step, (dag_id, task.task_id)
+            suffix = task.task_id[len(step) :]
+            if step == "report":
+                assert suffix == "", (dag_id, task.task_id)
+            else:
+                assert suffix in expected_suffixes, (dag_id, task.task_id)
 
 
 def test_dag_files_parse_fast_without_io_or_heavy_imports():

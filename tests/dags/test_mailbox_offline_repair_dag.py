@@ -19,7 +19,7 @@ from james_consistency.schema import create_schema
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths, write_times
 
 DAG_ID = "mailbox_offline_repair"
-APPROVE_TASK = "approve_offline_repair"
+APPROVE_TASK = "approve"
 APPROVER, APPROVER_PASSWORD = "anna", "anna-approves"
 OUTSIDER, OUTSIDER_PASSWORD = "admin", "admin-is-no-approver"
 OFFLINE = "ALL-SERVICES-ARE-OFFLINE"
@@ -193,7 +193,7 @@ def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
     assert approver.statuses == [403, 200], "only the assigned approver may answer"
     assert str(run.state) == "success"
     assert states(run) == {
-        "diagnose": "success",
+        "check": "success",
         "anything_to_repair": "success",
         APPROVE_TASK: "success",
         "repair": "success",
@@ -245,7 +245,7 @@ def test_without_an_approval_nothing_is_written_and_the_run_succeeds(mailbox_dag
 
     assert str(run.state) == "success"
     found = states(run)
-    assert found["diagnose"] == found["anything_to_repair"] == found[APPROVE_TASK] == "success"
+    assert found["check"] == found["anything_to_repair"] == found[APPROVE_TASK] == "success"
     assert found["repair"] == found["verify"] == "skipped"
     assert found["report"] == "success"
     assert write_times(cql, keyspace, "3.9") == before, "nothing written"
@@ -265,7 +265,7 @@ def test_a_consistent_keyspace_ends_at_the_gate_without_asking_anyone(
 
     assert str(run.state) == "success"
     found = states(run)
-    assert found["diagnose"] == found["anything_to_repair"] == found["report"] == "success"
+    assert found["check"] == found["anything_to_repair"] == found["report"] == "success"
     assert found[APPROVE_TASK] == found["repair"] == found["verify"] == "skipped"
     assert report_summary(run)["decision"] == "nothing-to-do"
     assert [alert for alert in airflow_against_test_node() if alert.get("kind") == "approval-request"] == []

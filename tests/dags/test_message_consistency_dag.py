@@ -49,22 +49,22 @@ def test_a_broken_keyspace_is_repaired(dagbag, airflow_against_test_node, cql, n
 
     assert str(run.state) == "success"
     assert task_states(run) == {
-        "check_before": "success",
+        "check": "success",
         "anything_to_repair": "success",
         "repair": "success",
-        "verify_after": "success",
+        "verify": "success",
         "report": "success",
     }
     assert projection(cql, keyspace) == truth(cql, keyspace)
     assert airflow_against_test_node() == []
     summary = report_xcom(run)
-    assert summary["check_before"]["inconsistencies"] == found
+    assert summary["check"]["inconsistencies"] == found
     assert {k: summary["repair"][k] for k in ("status", "addedMessageIdEntries", "removedMessageIdEntries")} == {
         "status": "COMPLETED",
         "addedMessageIdEntries": found["missing"],
         "removedMessageIdEntries": found["orphan"],
     }
-    assert summary["verify_after"]["remainingInconsistencies"] == 0
+    assert summary["verify"]["remainingInconsistencies"] == 0
 
 
 def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_against_test_node, cql, new_keyspace):
@@ -79,11 +79,11 @@ def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_agai
 
     assert str(run.state) == "success"
     states = task_states(run)
-    assert states["check_before"] == "success" and states["report"] == "success"
-    assert states["repair"] == states["verify_after"] == "skipped"
+    assert states["check"] == "success" and states["report"] == "success"
+    assert states["repair"] == states["verify"] == "skipped"
     assert write_times(cql, keyspace) == before
     summary = report_xcom(run)
-    assert summary["check_before"]["inconsistencies"] == found and set(summary) == {"check_before"}
+    assert summary["check"]["inconsistencies"] == found and set(summary) == {"check"}
     assert announcements(keyspace) == [], "a dry run changes nothing: counters_recompute is not scheduled"
 
 
@@ -104,18 +104,18 @@ def test_a_corrupt_truth_fails_at_the_gate_writes_nothing_and_alerts(
 
     assert str(run.state) == "failed"
     states = task_states(run)
-    assert states["check_before"] == "failed"
+    assert states["check"] == "failed"
     assert states["repair"] in ("upstream_failed", "None")
     assert states["report"] in ("upstream_failed", "None")
     assert announcements(keyspace) == [], "a failed night: counters_recompute is not scheduled"
-    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check_before")
+    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check")
     assert (check.try_number, check.max_tries) == (1, 2), "a failed gate is not transient: no retry"
     assert projection(cql, keyspace) == before
     assert write_times(cql, keyspace) == written_before
     alerts = airflow_against_test_node()
     assert len(alerts) == 1
     alert = alerts[0]
-    assert alert["dag_id"] == DAG_ID and alert["task_id"] == "check_before" and alert["run_id"] == run.run_id
+    assert alert["dag_id"] == DAG_ID and alert["task_id"] == "check" and alert["run_id"] == run.run_id
     assert alert["report"]["keyspace"] == keyspace
     gate = alert["report"]["failed_gates"][0]
     assert gate["gate"] == "messages_truth_health"
@@ -143,10 +143,10 @@ def test_an_unreachable_node_is_retried_then_alerts_once(monkeypatch, airflow_ag
     print(f"dag.test() unreachable-node run: {time.perf_counter() - started:.0f}s")
 
     assert str(run.state) == "failed"
-    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check_before")
+    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check")
     assert (str(check.state), check.try_number) == ("failed", 2)
     alerts = airflow_against_test_node()
-    assert [alert["task_id"] for alert in alerts] == ["check_before"]
+    assert [alert["task_id"] for alert in alerts] == ["check"]
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ def alert_context(tmp_path):
     return {
         "dag": SimpleNamespace(dag_id=DAG_ID),
         "run_id": "manual__alert-test",
-        "ti": SimpleNamespace(task_id="check_before", run_id="manual__alert-test", try_number=1, log_url="http://x"),
+        "ti": SimpleNamespace(task_id="check", run_id="manual__alert-test", try_number=1, log_url="http://x"),
         "exception": RuntimeError("job exit code 4: gate failed"),
     }
 
@@ -243,7 +243,7 @@ def test_the_alert_reaches_every_channel_even_when_one_fails(tmp_path, monkeypat
         "title": "message repair failed",
         "dag_id": DAG_ID,
         "run_id": "manual__alert-test",
-        "task_id": "check_before",
+        "task_id": "check",
     }
     assert "gate failed" in logged[0]["reason"]
 
