@@ -25,7 +25,6 @@ dag = multi_target_consistency_dag(
     },
     title="the ACL projections",
     cron_variable="JAMES_ACL_REPAIR_CRON",
-    default_cron="0 3 * * *",
     doc_md=__doc__,
     priority_weight=5,
 )

@@ -19,7 +19,6 @@ dag = consistency_dag(
     target="attachments",
     target_title="the attachments of messages",
     cron_variable="JAMES_ATTACHMENT_CHECK_CRON",
-    default_cron="0 5 * * 0",
     doc_md=__doc__,
 )
 # The check fails (exit 3, alerted) when it found attachments that cannot be fixed: the decision still reads its

@@ -15,7 +15,6 @@ dag = independent_repairs_dag(
         "flags": "applicableFlag (keywords used in the mailbox)",
     },
     cron_variable="JAMES_INDEX_REBUILD_CRON",
-    default_cron="30 4 * * *",
     doc_md=__doc__,
     priority_weight=1,
 )

@@ -24,11 +24,12 @@ from james_airflow.approval import (
     something_to_repair,
     summarize,
 )
-from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_setting
+from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_keyspace
 from james_airflow.notifiers import ConsistencyAlert
+from james_consistency.settings import setting
 
-APPROVERS = [name.strip() for name in deployment_setting("JAMES_MAILBOX_APPROVERS", "admin").split(",") if name]
-TIMEOUT = timedelta(minutes=float(deployment_setting("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES", "120")))
+APPROVERS = list(setting("JAMES_MAILBOX_APPROVERS"))
+TIMEOUT = timedelta(minutes=setting("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES"))
 
 with DAG(
     dag_id="mailbox_offline_repair",
@@ -41,7 +42,7 @@ with DAG(
     tags=["james", "consistency", "mailboxes", "offline"],
     params={
         "keyspace": Param(
-            deployment_setting("JAMES_KEYSPACE", "james_demo"),
+            deployment_keyspace(),
             type="string",
             pattern=KEYSPACE_PATTERN,
             title="Keyspace",

@@ -8,7 +8,6 @@ dag = consistency_dag(
     target="messages",
     target_title="messageIdTable against imapUidTable",
     cron_variable="JAMES_MESSAGE_REPAIR_CRON",
-    default_cron="30 2 * * *",
     doc_md=__doc__,
     outlets=[MESSAGES_CONSISTENT],  # counters_recompute runs after it
 )

@@ -22,19 +22,16 @@ from __future__ import annotations
 import html
 import json
 import logging
-import os
-import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from james_consistency.settings import configured, parse_setting, setting
+
 log = logging.getLogger(__name__)
 
 SUBJECT_PREFIX = "[james-consistency]"
-DEFAULT_SMTP_CONN_ID = "smtp_default"
-DEFAULT_WEBHOOK_CONN_ID = "james_alert_webhook"
-DEFAULT_FROM = "james-consistency@localhost"
 SAMPLE_ROWS_SHOWN = 5
 WEBHOOK_TIMEOUT_SECONDS = 15
 
@@ -51,21 +48,19 @@ def redact(text: object, secrets: Iterable[str | None]) -> str:
     return text
 
 
-def setting(name: str) -> str | None:
-    """A deployment setting: the environment variable NAME, else the Airflow Variable NAME (read at alert time)."""
-    value = os.environ.get(name)
-    if value:
-        return value
-    try:
-        from airflow.sdk import Variable
+def alert_setting(name: str):
+    """An alert setting of the catalogue (james_consistency.settings): the environment variable NAME, else the
+    Airflow Variable NAME (read at alert time), else the catalogue's default."""
+    if not configured(name):
+        try:
+            from airflow.sdk import Variable
 
-        return Variable.get(name, default=None)
-    except Exception:  # noqa: BLE001 (no Variable store reachable: the setting is absent)
-        return None
-
-
-def recipients_from(value: str | None) -> list[str]:
-    return [address.strip() for address in re.split(r"[,;]", value or "") if address.strip()]
+            stored = Variable.get(name, default=None)
+        except Exception:  # noqa: BLE001 (no Variable store reachable: the setting is absent)
+            stored = None
+        if stored:
+            return parse_setting(name, stored)
+    return setting(name)
 
 
 # --- the text of an alert ---------------------------------------------------------------------------------------
@@ -239,7 +234,7 @@ class EmailChannel:
 
     name = "email"
 
-    def __init__(self, recipients: list[str], conn_id: str = DEFAULT_SMTP_CONN_ID):
+    def __init__(self, recipients: list[str], conn_id: str):
         self.recipients = recipients
         self.conn_id = conn_id
 
@@ -253,7 +248,7 @@ class EmailChannel:
                     to=self.recipients,
                     subject=alert_subject(alert),
                     html_content=alert_html(alert),
-                    from_email=hook.from_email or os.environ.get("JAMES_ALERT_FROM") or DEFAULT_FROM,
+                    from_email=hook.from_email or setting("JAMES_ALERT_FROM"),
                     custom_headers={"X-James-Consistency-Dag": str(alert.get("dag_id") or "")},
                 )
         except Exception as error:  # noqa: BLE001 (reported, redacted, by the notifier)
@@ -322,20 +317,20 @@ def _connection(conn_id: str):
 
 
 def webhook_channel() -> WebhookChannel | None:
-    url = os.environ.get("JAMES_ALERT_WEBHOOK_URL")
+    url = setting("JAMES_ALERT_WEBHOOK_URL")
     if url:
         return WebhookChannel(url)
-    connection = _connection(setting("JAMES_ALERT_WEBHOOK_CONN_ID") or DEFAULT_WEBHOOK_CONN_ID)
+    connection = _connection(alert_setting("JAMES_ALERT_WEBHOOK_CONN_ID"))
     if connection is None or not connection.host:
         return None
     return WebhookChannel(webhook_url_from_connection(connection), secrets=[connection.password])
 
 
 def email_channel() -> EmailChannel | None:
-    recipients = recipients_from(setting("JAMES_ALERT_EMAILS"))
+    recipients = list(alert_setting("JAMES_ALERT_EMAILS"))
     if not recipients:
         return None
-    return EmailChannel(recipients, setting("JAMES_ALERT_SMTP_CONN_ID") or DEFAULT_SMTP_CONN_ID)
+    return EmailChannel(recipients, alert_setting("JAMES_ALERT_SMTP_CONN_ID"))
 
 
 def mail_and_chat_channels() -> list:

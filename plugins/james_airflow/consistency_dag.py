@@ -10,16 +10,18 @@
 anything_to_repair_<target>, repair_<target>, verify_<target>, then one report); `independent_repairs_dag` runs
 rebuilds without a check step. The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never
 overlap. A failed gate (job exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert
-notifier.
+notifier. Deployment settings (crons, timezone, keyspace, retries, window) come from james_consistency.settings: the
+environment, as NAME or as the Airflow Variable AIRFLOW_VAR_NAME, read without touching the metadata database.
 """
 
 import logging
-import os
 from datetime import timedelta
 
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
+from james_consistency.consistency_levels import CONSISTENCY_LEVELS
+from james_consistency.settings import setting
 
 from james_airflow.notifiers import ConsistencyAlert, repair_window_overrun
 from james_airflow.operators import ConsistencyJobOperator
@@ -30,31 +32,23 @@ log = logging.getLogger(__name__)
 
 HEAVY_POOL = "cassandra_heavy"
 KEYSPACE_PATTERN = "^[A-Za-z][A-Za-z0-9_]{0,47}$"
-CONSISTENCY_LEVELS = ["LOCAL_QUORUM", "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL"]
 
 
-def deployment_setting(name: str, default: str) -> str:
-    """A deployment setting from the environment, as NAME or as the Airflow Variable AIRFLOW_VAR_NAME, read without
-    touching the metadata database (a Variable stored in the database is not read: DAG files parse with no I/O)."""
-    return os.environ.get(name) or os.environ.get(f"AIRFLOW_VAR_{name}") or default
-
-
-def schedule_from_environment(cron_variable: str, default_cron: str) -> CronTriggerTimetable:
-    """The off-peak schedule: a cron (per DAG) in the deployment's timezone (JAMES_REPAIR_TIMEZONE, shared by the
-    repair DAGs), both from the environment."""
-    timezone = deployment_setting("JAMES_REPAIR_TIMEZONE", "Europe/Paris")
-    return CronTriggerTimetable(deployment_setting(cron_variable, default_cron), timezone=timezone)
+def schedule_from_environment(cron_setting: str) -> CronTriggerTimetable:
+    """The off-peak schedule: a cron (per DAG, its setting `cron_setting`) in the deployment's timezone
+    (JAMES_REPAIR_TIMEZONE, shared by the repair DAGs)."""
+    return CronTriggerTimetable(setting(cron_setting), timezone=setting("JAMES_REPAIR_TIMEZONE"))
 
 
 def deployment_keyspace() -> str:
     """The keyspace scheduled runs repair (the trigger form's default)."""
-    return deployment_setting("JAMES_KEYSPACE", "james_demo")
+    return setting("JAMES_KEYSPACE")
 
 
 def repair_window() -> DeadlineAlert | None:
     """An alert when a run is still going JAMES_REPAIR_WINDOW_MINUTES (default 180: 02:30 to 05:30) after it was
     queued, i.e. when the night's repair overruns its off-peak window; 0 means no window."""
-    minutes = float(deployment_setting("JAMES_REPAIR_WINDOW_MINUTES", "180"))
+    minutes = setting("JAMES_REPAIR_WINDOW_MINUTES")
     if minutes <= 0:
         return None
     return DeadlineAlert(
@@ -68,8 +62,8 @@ def transient_retries() -> dict:
     """Retries of the Spark jobs, for an infrastructure failure only (ConsistencyJobOperator fails anything else at
     once): JAMES_REPAIR_RETRIES (default 2) after JAMES_REPAIR_RETRY_DELAY_SECONDS (default 300), doubling."""
     return {
-        "retries": int(deployment_setting("JAMES_REPAIR_RETRIES", "2")),
-        "retry_delay": timedelta(seconds=float(deployment_setting("JAMES_REPAIR_RETRY_DELAY_SECONDS", "300"))),
+        "retries": setting("JAMES_REPAIR_RETRIES"),
+        "retry_delay": timedelta(seconds=setting("JAMES_REPAIR_RETRY_DELAY_SECONDS")),
         "retry_exponential_backoff": 2.0,
         "max_retry_delay": timedelta(hours=1),
     }
@@ -115,7 +109,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
             section="Repair",
         ),
         "max_destructive_share": Param(
-            float(deployment_setting("JAMES_MAX_DESTRUCTIVE_SHARE", "0.05")),
+            setting("JAMES_MAX_DESTRUCTIVE_SHARE"),
             type="number",
             minimum=0,
             maximum=1,
@@ -133,7 +127,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
         "truth_consistency": Param(
             "LOCAL_QUORUM",
             type="string",
-            enum=CONSISTENCY_LEVELS,
+            enum=list(CONSISTENCY_LEVELS),
             title="Re-check consistency of the truth",
             description="SERIAL sees the latest lightweight-transaction writes of James.",
             section="Safety",
@@ -250,7 +244,6 @@ def consistency_dag(
     target: str,
     target_title: str,
     cron_variable: str,
-    default_cron: str,
     doc_md: str,
     schedule=None,
     outlets=(),
@@ -262,7 +255,7 @@ def consistency_dag(
         dag_id=dag_id,
         description=f"Check and repair {target_title}, gated by Great Expectations",
         doc_md=doc_md,
-        schedule=schedule or schedule_from_environment(cron_variable, default_cron),
+        schedule=schedule or schedule_from_environment(cron_variable),
         form_title=target_title,
         tags=[target],
         alert_title="a check or repair failed",
@@ -290,7 +283,6 @@ def multi_target_consistency_dag(
     title: str,
     doc_md: str,
     cron_variable: str | None = None,
-    default_cron: str | None = None,
     after: AssetAlias | None = None,
     priority_weight: int = 1,
 ):
@@ -302,10 +294,10 @@ def multi_target_consistency_dag(
     that alias when it ended well on it (no cron: the DAG waits for it)."""
     if after is not None:
         schedule = [keyspace_asset(after, deployment_keyspace())]
-    elif cron_variable and default_cron:
-        schedule = schedule_from_environment(cron_variable, default_cron)
+    elif cron_variable:
+        schedule = schedule_from_environment(cron_variable)
     else:
-        raise ValueError(f"{dag_id}: give a cron (cron_variable and default_cron) or the alias to run after")
+        raise ValueError(f"{dag_id}: give a cron setting (cron_variable) or the alias to run after")
     with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {title}, gated by Great Expectations",
@@ -334,7 +326,7 @@ def multi_target_consistency_dag(
 
 
 def independent_repairs_dag(
-    *, dag_id: str, targets: dict[str, str], cron_variable: str, default_cron: str, doc_md: str, priority_weight: int
+    *, dag_id: str, targets: dict[str, str], cron_variable: str, doc_md: str, priority_weight: int
 ):
     """Several low-priority repairs in one run, each its own SparkSubmit repair then verify, independent of each
     other (a failed one does not stop the others), then one summary of them all."""
@@ -342,7 +334,7 @@ def independent_repairs_dag(
         dag_id=dag_id,
         description="Rebuild low-priority projections from their truth, each independently",
         doc_md=doc_md,
-        schedule=schedule_from_environment(cron_variable, default_cron),
+        schedule=schedule_from_environment(cron_variable),
         form_title="the low-priority indexes",
         tags=list(targets),
         alert_title="a rebuild failed",

@@ -19,7 +19,6 @@ From other code (e.g. an approval request's notifier):
 import asyncio
 import json
 import logging
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +26,9 @@ from typing import Protocol
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
+from james_consistency.exit_codes import EXIT_CODE_MEANINGS
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.settings import setting
 
 from james_airflow.alert_channels import AlertDeliveryError, mail_and_chat_channels, redact
 from james_airflow.runs import read_report
@@ -35,17 +36,10 @@ from james_airflow.runs import read_report
 log = logging.getLogger(__name__)
 
 SAMPLE_ROWS_IN_ALERT = 5
-# The reconcile job's exit codes (spark/james_consistency/engine/job.py).
-JOB_EXIT_CODES = {
-    2: "bad input (wrong keyspace, missing table, malformed arguments)",
-    3: "partial: some rows could not be repaired (listed in the report; a re-run converges)",
-    4: "a Great Expectations gate failed",
-    5: "an infrastructure failure: no node answered, or it went away (the report names the stage; a re-run converges)",
-}
 
 
 def alert_log_path() -> Path:
-    return Path(os.environ.get("JAMES_ALERT_LOG", LOCAL_DIR / "alerts" / "alerts.jsonl"))
+    return Path(setting("JAMES_ALERT_LOG") or LOCAL_DIR / "alerts" / "alerts.jsonl")
 
 
 def airflow_base_url() -> str:
@@ -68,7 +62,7 @@ def data_docs_url(path: str | None) -> str | None:
     `local_site`), else the local file."""
     if not path:
         return None
-    served = os.environ.get("JAMES_DATA_DOCS_URL")
+    served = setting("JAMES_DATA_DOCS_URL")
     if served and "local_site/" in path:
         return served.rstrip("/") + "/" + path.split("local_site/", 1)[1]
     return Path(path).as_uri() if Path(path).is_absolute() else path
@@ -81,7 +75,7 @@ def _reason(context) -> tuple[str, int | None]:
     found = re.search(r"Error code is: (\d+)", text)
     if found and "spark-submit" in text:
         code = int(found.group(1))
-        return f"the Spark job exited with code {code}: {JOB_EXIT_CODES.get(code, 'failed')}", code
+        return f"the Spark job exited with code {code}: {EXIT_CODE_MEANINGS.get(code, 'failed')}", code
     return text[:500], None
 
 

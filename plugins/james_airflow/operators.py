@@ -10,14 +10,11 @@ import re
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from james_consistency.exit_codes import TRANSIENT_EXIT_CODE
 from james_consistency.paths import JOBS_DIR
 
 from james_airflow.connections import cassandra_environment
 from james_airflow.runs import report_path
-
-# The job's exit code for an infrastructure failure (no node answered, or the node went away): the only one a retry
-# can cure. Wrong input (2), a partial repair (3) and a failed gate (4) would fail the same way again.
-TRANSIENT_EXIT_CODE = 5
 
 
 def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str]:

@@ -6,6 +6,7 @@ import os
 import sys
 
 from james_consistency.errors import NodeUnreachable, OperatorError
+from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
 
 
 def _non_negative(text: str) -> int:
@@ -131,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_history_command(commands)  # history [--target T] [--since DATE] [--plot FILE.png]
 
+    settings_table = commands.add_parser("settings", help="the deployment's JAMES_* settings, as a markdown table")
+    settings_table.set_defaults(handler=_print_settings)
+
     for mode, help_text in (
         ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
         ("repair", "repair a projection from its source of truth"),
@@ -140,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
         _add_job_options(job, mode)
         job.set_defaults(handler=_job, mode=mode)
     return parser
+
+
+def _print_settings(args) -> int:
+    from james_consistency.settings import render_table
+
+    print(render_table(), end="")
+    return 0
 
 
 def _add_james_command(commands) -> None:
@@ -460,10 +471,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except NodeUnreachable as error:
         print(f"james-consistency: error: {error}", file=sys.stderr)
-        return 5
+        return EXIT_RUN_FAILED
     except OperatorError as error:
         print(f"james-consistency: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

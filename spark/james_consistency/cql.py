@@ -10,6 +10,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.policies import RoundRobinPolicy
 from cassandra.query import named_tuple_factory
 
+from james_consistency.consistency_levels import CONSISTENCY_LEVELS as CONSISTENCY_LEVELS  # one list for all
 from james_consistency.errors import NodeUnreachable, OperatorError
 
 

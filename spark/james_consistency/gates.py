@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.settings import setting
 
 SUITES_DIR = PROJECT_ROOT / "expectations"
 
 
 def gx_root() -> Path:
-    return Path(os.environ.get("JAMES_GX_ROOT", LOCAL_DIR / "gx"))
+    return Path(setting("JAMES_GX_ROOT") or LOCAL_DIR / "gx")
 
 
 @dataclass
@@ -46,9 +47,6 @@ class GateResult:
 
 
 _CONTEXTS: dict = {}
-# Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so an
-# unbounded history would make each night's gates slower than the last. The job reports keep every run's outcome.
-DEFAULT_RESULTS_KEPT = 30
 
 
 def prune_validation_results(root: Path, keep: int) -> int:
@@ -119,7 +117,9 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
         )
     )
-    prune_validation_results(gx_root(), int(os.environ.get("JAMES_GX_RESULTS_KEPT", DEFAULT_RESULTS_KEPT)) - 1)
+    # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
+    # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
+    prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
     result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
     failures, evaluated = [], 0
     for validation in result.run_results.values():

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.settings import configured, setting
 
 ADMIN, APPROVER = "admin", "approver"
 FINISHED = ("success", "failed")
@@ -173,7 +174,9 @@ def standalone_environment(port: int, logins: dict[str, str], passwords_file: Pa
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "JAMES_MAILBOX_APPROVERS": os.environ.get("JAMES_MAILBOX_APPROVERS", names[-1]),
+        "JAMES_MAILBOX_APPROVERS": ",".join(setting("JAMES_MAILBOX_APPROVERS"))
+        if configured("JAMES_MAILBOX_APPROVERS")
+        else names[-1],
         **env,
     }
 

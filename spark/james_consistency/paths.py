@@ -1,10 +1,11 @@
 """Where the project keeps its local, git-ignored state (jars, node data, Airflow home, reports)."""
 
-import os
 from pathlib import Path
 
+from james_consistency.settings import setting
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LOCAL_DIR = Path(os.environ.get("JAMES_CONSISTENCY_LOCAL_DIR", PROJECT_ROOT / ".local"))
+LOCAL_DIR = Path(setting("JAMES_CONSISTENCY_LOCAL_DIR") or PROJECT_ROOT / ".local")
 JARS_DIR = LOCAL_DIR / "jars"
 CASSANDRA_JARS_DIR = JARS_DIR / "cassandra"
 SPARK_JARS_DIR = JARS_DIR / "spark"

@@ -159,6 +159,17 @@ def test_task_ids_are_named_after_their_step_with_the_target_only_in_multi_targe
                 assert suffix in expected_suffixes, (dag_id, task.task_id)
 
 
+def test_a_setting_that_does_not_parse_is_an_import_error_naming_it_and_its_value():
+    shown = parse_in_subprocess(
+        "print(json.dumps({path.rsplit('/', 1)[-1]: error for path, error in dagbag.import_errors.items()}))",
+        JAMES_REPAIR_RETRIES="two",
+    )
+    errors = json.loads(shown[-1])
+
+    assert "message_consistency.py" in errors and "mailbox_offline_repair.py" not in errors
+    assert "setting JAMES_REPAIR_RETRIES='two' is not valid: expected an integer" in errors["message_consistency.py"]
+
+
 def test_dag_files_parse_fast_without_io_or_heavy_imports():
     heavy = ("pyspark", "great_expectations", "cassandra", "james_consistency.cql", "james_consistency.engine")
     last = parse_in_subprocess(

@@ -25,6 +25,7 @@ from james_consistency import gates
 from james_consistency.cql import CassandraSettings, close, connect, require_tables
 from james_consistency.engine.job import settings_from_spark
 from james_consistency.errors import OperatorError
+from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_COMPLETED, EXIT_GATE_FAILED, EXIT_PARTIAL, EXIT_RUN_FAILED
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
@@ -37,7 +38,6 @@ from james_consistency.spark_env import refresh_connector_schema
 log = logging.getLogger("james_consistency.mailboxes")
 
 COMPLETED, PARTIAL, FAILED = "COMPLETED", "PARTIAL", "FAILED"
-EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
 # What a merge leaves for the projection repairs of the shared engine (the truth they read is already right).
 MERGE_FOLLOW_UP = ("messages", "deleted", "unseen", "recent", "flags", "counters", "acl")
 

@@ -1,0 +1,7 @@
+"""Cassandra's consistency levels a repair may re-read its truth at (`--truth-consistency`), the default first.
+
+A module of its own, without the Cassandra driver, so the DAG files (parsed with no heavy import) share it with the
+jobs; `james_consistency.cql` re-exports it.
+"""
+
+CONSISTENCY_LEVELS = ("LOCAL_QUORUM", "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL")
