@@ -1,7 +1,6 @@
 """mailboxCounters and the current quotas recounted from the truth: which mailboxes and messages count, for whom,
 and what counts as consistent (an absent counter reads as zero)."""
 
-import pytest
 from james_consistency.engine.diff import compare, inconsistencies
 from james_consistency.projections import projection_spec
 from pyspark.sql import functions as F
@@ -210,12 +209,6 @@ def test_the_35_quotas_report_counts_one_row_per_root():
     assert report["recomputeSingleQuotaComponentResults"][0]["processedIdentifierCount"] == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: quota_projection's read_truth builds the owner with concat_ws, which skips nulls: a mailbox row "
-    "without mailboxbase (or without user) gives quota rows for the identifiers '' and '#private' (a repair would "
-    "write them), and its empty root wins over the user its path registration names",
-)
 def test_a_mailbox_row_without_owner_is_counted_for_the_user_its_path_names_or_for_nobody(spark):
     spec = projection_spec("quotas", "3.9", keyspace_tables=frozenset({"quotacurrentvalue"}))
     tables = {

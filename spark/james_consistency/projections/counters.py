@@ -254,13 +254,25 @@ def live_usage(session, context: ApplyContext, generation: str, root: str, candi
         session, f"SELECT id, mailboxbase FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency
     )
     rows = {row["id"]: row for row in _rows(session, owner, [(mailbox,) for mailbox in mailboxes])}
-    owned = {
-        mailbox
-        for mailbox, row in rows.items()
-        if row["mailboxbase"] is not None and quota_root(row["mailboxbase"].namespace, row["mailboxbase"].user) == root
-    } | (registered - rows.keys())
+    owners = {mailbox: _owner(row["mailboxbase"]) for mailbox, row in rows.items()}
+    # A mailbox row without a whole owner counts for the user its path registration names, as a lost row does.
+    owned = {mailbox for mailbox, owner in owners.items() if owner == root} | {
+        mailbox for mailbox in registered if owners.get(mailbox) is None
+    }
     rows = live_messages(session, context, generation, owned, _hinted(candidate, "messageid", "timeuuid"))
     return len(rows), sum(int(row["fullcontentoctets"] or 0) for row in rows)
+
+
+def _owner(base) -> str | None:
+    """The quota root of a mailbox row's owner; None when the row does not name both namespace and user."""
+    if base is None or base.namespace is None or base.user is None:
+        return None
+    return quota_root(base.namespace, base.user)
+
+
+def _root_column(namespace: str, user: str):
+    """A quota root from two columns; null unless both are there (concat_ws would skip a null and make '#private')."""
+    return F.when(F.col(namespace).isNotNull() & F.col(user).isNotNull(), F.concat_ws("&", namespace, user))
 
 
 def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = None) -> ProjectionSpec:
@@ -276,17 +288,18 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
     def read_truth(read) -> DataFrame:
         by_row = read("mailbox", ("id", "mailboxbase")).select(
             F.col("id").alias("mailboxid"),
-            F.concat_ws("&", "mailboxbase.namespace", "mailboxbase.user").alias("row_root"),
+            _root_column("mailboxbase.namespace", "mailboxbase.user").alias("row_root"),
         )
         # A mailbox whose row was lost (an orphan path) still holds the user's messages: its path registration names
         # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it). The row wins when
         # there is one; distinct: a mailbox registered under two paths counts once.
         by_path = read(path_table, ("namespace", "user", "mailboxid")).select(
-            "mailboxid", F.concat_ws("&", "namespace", "user").alias("path_root")
+            "mailboxid", _root_column("namespace", "user").alias("path_root")
         )
         owners = (
             by_row.join(by_path, on="mailboxid", how="full")
             .select("mailboxid", F.coalesce("row_root", "path_root").alias("quotaroot"))
+            .where(F.col("quotaroot").isNotNull())  # no owner anywhere: nobody's quota
             .distinct()
         )
         return owners.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
