@@ -17,11 +17,15 @@ import threading
 
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import NodeUnreachable, OperatorError
+from james_consistency.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_COMPLETED,
+    EXIT_GATE_FAILED,
+    EXIT_PARTIAL,
+    EXIT_RUN_FAILED,
+    EXIT_WINDOW_ENDED,
+)
 from james_consistency.metrics import emit as emit_metrics
-
-EXIT_COMPLETED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_GATE_FAILED, EXIT_RUN_FAILED = 0, 2, 3, 4, 5
-# Not a failure: the run stopped at its window's end (or range budget) at a range boundary; the next run goes on.
-EXIT_WINDOW_ENDED = 6
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from james_consistency import gates
+from james_consistency.consistency_levels import CONSISTENCY_LEVELS
 from james_consistency.cql import CassandraSettings, close, connect, require_tables, table_names
 from james_consistency.engine import apply as apply_module
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
@@ -48,7 +49,6 @@ PARTIAL = "PARTIAL"
 FAILED = "FAILED"
 # The run stopped at its window's end, at a range boundary: nothing half-done, the next run goes on.
 WINDOW_ENDED = "WINDOW_ENDED"
-CONSISTENCY_LEVELS = ("ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL", "SERIAL", "LOCAL_SERIAL")
 # A kept scan older than this is not reused: the repair would work from a picture of another night.
 MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
 # What a re-check found at a key, as the inconsistency it was.
