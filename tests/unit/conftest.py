@@ -1,8 +1,8 @@
 """The unit layer's Spark: a small local session without the Cassandra connector (pure DataFrame functions only).
 
-It overrides the `spark` fixture of tests/conftest.py for tests/unit. A session already active in this process (the
-integration tests' one, with the connector, when both layers run in one pytest session) is used as it is and left
-running; a session started here is stopped at the end.
+It overrides the `spark` fixture of tests/conftest.py for tests/unit, when the unit tests run alone. A session
+already active in this process is used as it is; when tests of other layers run in the same pytest session, the unit
+tests use the session with the connector that those need (Spark cannot add the connector's jars to a running JVM).
 """
 
 import importlib.util
@@ -36,12 +36,20 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(request):
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         yield active
+        return
+    unit_tests = Path(__file__).parent
+    if any(unit_tests not in Path(item.path).parents for item in request.session.items):
+        # Tests of other layers run later in this process and need the connector, which only a JVM started with its
+        # jars has: start the session they will get (tests/conftest.py's, which stops it).
+        from james_consistency.spark_env import local_session
+
+        yield local_session("james-consistency-tests", request.getfixturevalue("cassandra_settings"), "local[2]")
         return
     use_this_interpreter()
     require_java()
@@ -52,7 +60,6 @@ def spark():
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.default.parallelism", "1")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", driver_java_options(quick_jit=True))
         # A few rows per query: compiling code for each plan costs far more than running it (the unit layer runs
         # about twice as fast interpreted). It checks what the functions compute; the integration tests run the
