@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
 SHELL := /bin/bash
-.PHONY: setup run test lint format bench ui traffic
+.PHONY: setup run test lint format bench ui traffic cluster-test
 
 setup:
 	@scripts/setup.sh
@@ -27,3 +27,8 @@ bench: setup
 # The repairs under live traffic (a James-like writer process; about 3-4 minutes on 2 shared cores).
 traffic: setup
 	@. scripts/env.sh && pytest -s -q tests/integration/test_live_traffic.py
+
+# The repairs through a local Spark standalone cluster on a local 3-node Cassandra ring (started and stopped by the
+# tests; see README "A Cassandra ring and a Spark cluster"). Not part of `make test`.
+cluster-test: setup
+	@. scripts/env.sh && JAMES_TEST_KEEP_NODE=1 pytest -q -p no:cacheprovider tests/cluster

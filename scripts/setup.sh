@@ -30,6 +30,21 @@ fi
 # The Spark driver's class archive (spark_env.ensure_class_archive): every spark-submit job starts ~2 s sooner.
 .venv/bin/python -m james_consistency.spark_env
 
+# What a Spark cluster's executors get: the product code zipped (the local kit left out), shipped by every job
+# submitted to a spark:// master, and a Python with pyspark and the third-party packages only (no project), the
+# local standalone cluster's workers' (`james-consistency spark start`). Versions pinned from .venv.
+.venv/bin/python -m james_consistency.spark_cluster >/dev/null
+worker_packages="$(.venv/bin/python -m pip freeze --disable-pip-version-check 2>/dev/null |
+  grep -iE '^(pyspark|py4j|cassandra-driver|geomet|click|six)==' | sort)"
+if [ "$(cat .local/worker-venv/.installed 2>/dev/null || true)" != "$worker_packages" ]; then
+  echo "setup: creating .local/worker-venv (the Spark workers' Python, without this project)"
+  rm -rf .local/worker-venv
+  "$PYTHON" -m venv .local/worker-venv
+  # shellcheck disable=SC2086
+  .local/worker-venv/bin/pip install --quiet --disable-pip-version-check $worker_packages
+  echo "$worker_packages" > .local/worker-venv/.installed
+fi
+
 # The James harnesses (james/harness-<V>/): James's own code as writer, fault injector and oracle
 # (`james-consistency james ...`). Rebuilt when a file of the harness folder (target/ aside) is newer than its jar.
 for pom in james/harness-*/pom.xml; do

@@ -87,6 +87,11 @@ class LocalNode:
     # client TLS only (a self-signed certificate made with keytool, its CA and a PKCS12 truststore in home/tls).
     auth: bool = False
     tls: bool = False
+    # A ring node: its own loopback address (127.0.0.2, ...), the seeds' addresses, and the data center it announces
+    # (GossipingPropertyFileSnitch). A single node keeps SimpleSnitch, whose data center is "datacenter1" too.
+    address: str = "127.0.0.1"
+    seeds: tuple[str, ...] = ()
+    datacenter: str | None = None
 
     @classmethod
     def from_env(cls, **overrides) -> "LocalNode":
@@ -146,9 +151,9 @@ class LocalNode:
         """The node's `release_version` if it answers CQL on its port, else None."""
         from james_consistency.cql import CassandraSettings, close, connect
 
-        if not _port_open("127.0.0.1", self.native_port, timeout):
+        if not _port_open(self.address, self.native_port, timeout):
             return None
-        settings = CassandraSettings.from_env(host="127.0.0.1", port=self.native_port)
+        settings = CassandraSettings.from_env(host=self.address, port=self.native_port)
         if self.tls:
             settings = replace(settings, tls_ca_file=str(self.ca_file))
         try:
@@ -172,7 +177,7 @@ class LocalNode:
             "running": pid is not None,
             "ready": version is not None,
             "pid": pid,
-            "address": f"127.0.0.1:{self.native_port}",
+            "address": f"{self.address}:{self.native_port}",
             "release_version": version,
             "home": str(self.home),
         }
@@ -190,9 +195,10 @@ class LocalNode:
             (self.storage_port, "storage"),
             (self.jmx_port, "JMX"),
         ):
-            if _port_open("127.0.0.1", port, 0.5) or not _port_bindable(port):
+            bind_address = "127.0.0.1" if what == "JMX" else self.address
+            if _port_open(bind_address, port, 0.5) or not _port_bindable(bind_address, port):
                 raise OperatorError(
-                    f"port {port} ({what}) on 127.0.0.1 is already in use by another process; "
+                    f"port {port} ({what}) on {bind_address} is already in use by another process; "
                     f"free it or choose other ports (--port, JAMES_CASSANDRA_STORAGE_PORT, JAMES_CASSANDRA_JMX_PORT)"
                 )
         classpath = self._classpath()
@@ -243,7 +249,7 @@ class LocalNode:
                 return
             time.sleep(0.5)
         raise OperatorError(
-            f"Cassandra did not answer CQL on 127.0.0.1:{self.native_port} within {timeout:.0f}s "
+            f"Cassandra did not answer CQL on {self.address}:{self.native_port} within {timeout:.0f}s "
             f"(pid {pid}, logs in {self.log_dir})"
         )
 
@@ -287,20 +293,27 @@ class LocalNode:
         data = self.home / "data"
         for folder in (self.conf_dir, self.log_dir, data):
             folder.mkdir(parents=True, exist_ok=True)
+        seeds = ",".join(f"{seed}:{self.storage_port}" for seed in (self.seeds or (self.address,)))
+        snitch = "GossipingPropertyFileSnitch" if self.datacenter else "SimpleSnitch"
+        if self.datacenter:
+            # Read from the classpath (conf_dir is on it).
+            (self.conf_dir / "cassandra-rackdc.properties").write_text(f"dc={self.datacenter}\nrack=rack1\n")
         (self.conf_dir / "cassandra.yaml").write_text(
-            f"""# Written by james-consistency for a single local development node.
-cluster_name: james-consistency-local
+            f"""# Written by james-consistency for a local development node.
+cluster_name: {"james-consistency-ring" if self.seeds else "james-consistency-local"}
 num_tokens: 8
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
+endpoint_snitch: {snitch}
+# A new, empty ring: nothing to stream, every node joins at once.
+auto_bootstrap: false
 commitlog_sync: periodic
 commitlog_sync_period: 10000ms
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:{self.storage_port}"
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
+      - seeds: "{seeds}"
+listen_address: {self.address}
+rpc_address: {self.address}
 native_transport_port: {self.native_port}
 storage_port: {self.storage_port}
 start_native_transport: true
@@ -418,11 +431,69 @@ def _port_open(host: str, port: int, timeout: float) -> bool:
         return False
 
 
-def _port_bindable(port: int) -> bool:
+def _port_bindable(address: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind((address, port))
         except OSError:
             return False
     return True
+
+
+# The local ring: its own folders and ports, apart from the single node (9042) and the test nodes (19042, 29042).
+RING_HOME = LOCAL_DIR / "ring"
+RING_NATIVE_PORT = 39042
+RING_STORAGE_PORT = 37000
+RING_JMX_BASE_PORT = 37199  # + node number: JMX listens on 127.0.0.1 for every node
+RING_DATACENTER = "datacenter1"
+RING_HEAP = "640M"
+
+
+@dataclass(frozen=True)
+class LocalRing:
+    """A ring of `size` local nodes on 127.0.0.1 .. 127.0.0.N (the loopback network is a /8), one data center,
+    the same CQL port on every address. Node 1 is the seed."""
+
+    size: int = 3
+    home: Path = RING_HOME
+    native_port: int = RING_NATIVE_PORT
+    heap: str = RING_HEAP
+
+    def node(self, number: int) -> LocalNode:
+        if not 1 <= number <= self.size:
+            raise OperatorError(f"node {number} is not in the ring of {self.size} nodes (1..{self.size})")
+        return LocalNode(
+            home=self.home / f"node{number}",
+            native_port=self.native_port,
+            storage_port=RING_STORAGE_PORT,
+            jmx_port=RING_JMX_BASE_PORT + number,
+            heap=os.environ.get("JAMES_CASSANDRA_HEAP", self.heap),
+            skip_sync=True,
+            address=f"127.0.0.{number}",
+            seeds=("127.0.0.1",),
+            datacenter=RING_DATACENTER,
+        )
+
+    def nodes(self) -> list[LocalNode]:
+        return [self.node(number) for number in range(1, self.size + 1)]
+
+    @property
+    def contact_points(self) -> str:
+        """CASSANDRA_HOST for the ring: every address, so a client starts even when one node is down."""
+        return ",".join(node.address for node in self.nodes())
+
+    def start(self, timeout: float = 240.0) -> list[dict]:
+        """Start the nodes one after the other (a node joins once the previous one answers CQL)."""
+        return [node.start(timeout) for node in self.nodes()]
+
+    def stop(self, number: int | None = None) -> list[int]:
+        """Stop one node or all of them; the numbers of the nodes that were running."""
+        numbers = [number] if number is not None else list(range(1, self.size + 1))
+        return [n for n in numbers if self.node(n).stop()]
+
+    def status(self) -> list[dict]:
+        return [{"node": number, **node.status()} for number, node in enumerate(self.nodes(), start=1)]
+
+    def running(self) -> bool:
+        return any(node.pid() is not None for node in self.nodes())

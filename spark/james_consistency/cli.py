@@ -41,6 +41,13 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=_port, help="CQL port (default: CASSANDRA_PORT or 9042)")
 
 
+def _add_replication_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replication-factor", type=_non_negative, default=1, help="replicas of a new keyspace")
+    parser.add_argument(
+        "--datacenter", help="NetworkTopologyStrategy in this data center (e.g. datacenter1); default SimpleStrategy"
+    )
+
+
 def _settings(args):
     from james_consistency.cql import CassandraSettings
 
@@ -61,11 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--port", type=_port, help="CQL port of the local node (default: CASSANDRA_PORT or 9042)")
     node.add_argument("--auth", action="store_true", default=None, help="start with PasswordAuthenticator")
     node.add_argument("--tls", action="store_true", default=None, help="start with client TLS only (self-signed)")
+    node.add_argument(
+        "--nodes", type=_non_negative, help="a local ring of N nodes on 127.0.0.1..N, CQL port 39042 (.local/ring)"
+    )
+    node.add_argument("--node", type=_non_negative, help="stop: only this ring node (1..N)")
     node.set_defaults(handler=_cassandra)
+
+    cluster = commands.add_parser("spark", help="run a local Spark standalone cluster (a master and two workers)")
+    cluster.add_argument("action", choices=["start", "stop", "status"])
+    cluster.set_defaults(handler=_spark_cluster)
 
     schema = commands.add_parser("schema", help="create the James keyspace and tables (idempotent)")
     schema.add_argument("--keyspace", required=True)
     schema.add_argument("--generation", choices=["3.9", "3.5"], default="3.9")
+    _add_replication_options(schema)
     _add_connection_options(schema)
     schema.set_defaults(handler=_schema)
 
@@ -76,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
     seed.add_argument("--random-seed", type=int, default=42)
     seed.add_argument("--generation", choices=["3.9", "3.5"], help="schema of a new keyspace (default 3.9)")
+    _add_replication_options(seed)
     _add_connection_options(seed)
     seed.set_defaults(handler=_seed)
 
@@ -261,8 +278,11 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
 
 
 def _cassandra(args) -> int:
-    from james_consistency.cassandra_node import LocalNode
+    from james_consistency.cassandra_node import LocalNode, LocalRing
 
+    ring = LocalRing(size=args.nodes or max(3, args.node or 0))
+    if args.nodes or args.node or (args.action != "start" and ring.running()):
+        return _cassandra_ring(args, ring)
     node = LocalNode.from_env(native_port=args.port, auth=args.auth, tls=args.tls)
     if args.action == "start":
         status = node.start()
@@ -289,13 +309,51 @@ def _cassandra(args) -> int:
     return 0
 
 
+def _cassandra_ring(args, ring) -> int:
+    if args.action == "start":
+        for status in ring.start():
+            print(f"Cassandra {status['release_version']} ready on {status['address']} (pid {status['pid']})")
+        print(f"ring of {ring.size} nodes: CASSANDRA_HOST={ring.contact_points} CASSANDRA_PORT={ring.native_port}")
+    elif args.action == "stop":
+        stopped = ring.stop(args.node)
+        print(f"stopped ring nodes {stopped}" if stopped else "no ring node was running")
+    else:
+        statuses = ring.status()
+        for status in statuses:
+            state = "up" if status["ready"] else "starting" if status["running"] else "down"
+            print(f"node {status['node']} {status['address']} {state} (pid {status['pid']}, home {status['home']})")
+        return 0 if any(status["running"] for status in statuses) else 3
+    return 0
+
+
+def _spark_cluster(args) -> int:
+    from james_consistency import spark_cluster
+
+    if args.action == "start":
+        status = spark_cluster.start()
+        print(f"Spark master {status['master_url']} with {status['alive_workers']} workers (SPARK_MASTER to use it)")
+    elif args.action == "stop":
+        stopped = spark_cluster.stop()
+        print(f"stopped {', '.join(stopped)}" if stopped else "the Spark cluster was not running")
+    else:
+        status = spark_cluster.status()
+        for daemon in status["daemons"]:
+            state = f"running (pid {daemon['pid']})" if daemon["pid"] else "stopped"
+            print(f"{daemon['name']:<8} {state}, UI {daemon['ui']}")
+        print(f"{status['master_url']}: {status['alive_workers']} alive workers")
+        return 0 if status["alive_workers"] else 3
+    return 0
+
+
 def _schema(args) -> int:
     from james_consistency.cql import close, connect
     from james_consistency.schema import create_schema
 
     session = connect(_settings(args))
     try:
-        created = create_schema(session, args.keyspace, args.generation)
+        created = create_schema(
+            session, args.keyspace, args.generation, args.replication_factor, datacenter=args.datacenter
+        )
     finally:
         close(session)
     print(f"keyspace {args.keyspace.lower()}: James {args.generation} schema, {len(created)} tables")
@@ -313,6 +371,8 @@ def _seed(args) -> int:
         messages_per_mailbox=args.messages_per_mailbox,
         random_seed=args.random_seed,
         generation=args.generation,
+        replication_factor=args.replication_factor,
+        datacenter=args.datacenter,
     )
     print(json.dumps(summary, indent=2, default=str))
     return 0

@@ -262,12 +262,25 @@ def validate_keyspace_name(keyspace: str) -> str:
     return keyspace.lower()
 
 
-def create_schema(session, keyspace: str, generation: str = "3.9", replication_factor: int = 1) -> list[str]:
+def replication_options(replication_factor: int = 1, datacenter: str | None = None) -> str:
+    """The keyspace's replication map: SimpleStrategy, or NetworkTopologyStrategy in one data center (a ring)."""
+    if replication_factor < 1:
+        raise OperatorError(f"replication factor {replication_factor}: a keyspace needs at least 1 replica")
+    if datacenter is None:
+        return f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}"
+    if not datacenter.replace("_", "").replace("-", "").isalnum():
+        raise OperatorError(f"invalid data center name '{datacenter}'")
+    return f"{{'class': 'NetworkTopologyStrategy', '{datacenter}': {replication_factor}}}"
+
+
+def create_schema(
+    session, keyspace: str, generation: str = "3.9", replication_factor: int = 1, datacenter: str | None = None
+) -> list[str]:
     """Create the keyspace, the mailboxbase type and every table of the generation. Idempotent."""
     keyspace = validate_keyspace_name(keyspace)
     statements = [
         f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
-        f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}",
+        f"{replication_options(replication_factor, datacenter)}",
         MAILBOXBASE_TYPE.format(keyspace=keyspace),
         *(t.create_statement(keyspace) for t in tables(generation)),
     ]

@@ -423,6 +423,8 @@ def seed_platform(
     random_seed: int = 42,
     generation: str | None = None,
     spark: SparkSession | None = None,
+    replication_factor: int = 1,
+    datacenter: str | None = None,
 ) -> dict:
     """Create the schema if needed and write a consistent platform. Refuses a keyspace that already holds messages
     (counters cannot be written twice)."""
@@ -440,7 +442,7 @@ def seed_platform(
     try:
         existing = detect_generation(session, keyspace)
         generation = generation or existing or "3.9"
-        create_schema(session, keyspace, generation)
+        create_schema(session, keyspace, generation, replication_factor, datacenter=datacenter)
         if session.execute(f"SELECT uid FROM {keyspace}.imapuidtable LIMIT 1").one() is not None:
             raise OperatorError(
                 f"keyspace '{keyspace}' already holds messages: seed a new keyspace (counters cannot be seeded twice)"

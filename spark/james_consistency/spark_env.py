@@ -8,12 +8,47 @@ from pathlib import Path
 
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
-from james_consistency.paths import JARS_DIR, JOBS_DIR, LOG4J_CONFIG, spark_jars
+from james_consistency.paths import JARS_DIR, JOBS_DIR, LOCAL_DIR, LOG4J_CONFIG, spark_jars
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
 # Spark's classes as the driver JVM loaded them, archived once by `build_class_archive` (scripts/setup.sh): a JVM
 # mapping the archive starts Spark about 2 s sooner. A JVM that cannot use it (another JDK or Spark) ignores it.
 CLASS_ARCHIVE = JARS_DIR / "spark-driver-classes.jsa"
+# The product code (engine, projections, ...) as scripts/setup.sh zips it: what a cluster's executors import.
+PRODUCT_ZIP = LOCAL_DIR / "dist" / "james_consistency.zip"
+# The executors' Python on the local standalone cluster: pyspark and the third-party packages, not this project.
+LOCAL_WORKER_PYTHON = LOCAL_DIR / "worker-venv" / "bin" / "python"
+
+
+def is_cluster(master: str) -> bool:
+    """A master whose executors are other processes (other machines): they need the code shipped."""
+    return not master.startswith("local")
+
+
+def cluster_shipping_conf(master: str) -> dict[str, str]:
+    """What a job submitted to a cluster master needs beyond local[*]; empty for local masters.
+
+    The product zip (SPARK_PY_FILES overrides its path) goes to every executor with the job's files and on the
+    executors' PYTHONPATH (relative: an executor fetches it into its working folder). Not `--py-files`: that also puts
+    the zip first on the DRIVER's path, and the driver (which has the project installed) would then resolve its
+    project folder (expectations, jobs, .local) inside the zip. The executors' Python is spark.pyspark.python
+    (SPARK_EXECUTOR_PYTHON, else the local worker venv when there is one, else the executors' `python3`); the
+    driver keeps this one."""
+    if not is_cluster(master):
+        return {}
+    zip_path = os.environ.get("SPARK_PY_FILES") or str(PRODUCT_ZIP)
+    if not os.environ.get("SPARK_PY_FILES") and not PRODUCT_ZIP.is_file():
+        raise OperatorError(f"{PRODUCT_ZIP} is missing: run scripts/setup.sh (it zips the code shipped to Spark)")
+    executor_python = os.environ.get("SPARK_EXECUTOR_PYTHON") or (
+        str(LOCAL_WORKER_PYTHON) if LOCAL_WORKER_PYTHON.exists() else "python3"
+    )
+    return {
+        "spark.files": zip_path,
+        "spark.executorEnv.PYTHONPATH": Path(zip_path).name,
+        "spark.pyspark.python": executor_python,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executor.memory": os.environ.get("SPARK_EXECUTOR_MEMORY", "1g"),
+    }
 
 
 def use_this_interpreter() -> None:
@@ -117,10 +152,11 @@ def spark_submit_command(
     use_this_interpreter()
     require_java()
     spark_submit = Path(sys.executable).with_name("spark-submit")
+    master = master or os.environ.get("SPARK_MASTER", "local[*]")
     command = [
         str(spark_submit),
         "--master",
-        master or os.environ.get("SPARK_MASTER", "local[*]"),
+        master,
         "--jars",
         ",".join(str(jar) for jar in spark_jars()),
         "--driver-memory",
@@ -128,7 +164,8 @@ def spark_submit_command(
         "--driver-java-options",
         driver_java_options(quick_jit=True),
     ]
-    for key, value in connector_conf(settings).items():
+    master = master or os.environ.get("SPARK_MASTER", "local[*]")
+    for key, value in {**connector_conf(settings), **cluster_shipping_conf(master)}.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry_point), *arguments]
 

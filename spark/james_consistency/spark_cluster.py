@@ -1,0 +1,234 @@
+"""A local Spark standalone cluster (local kit): a master and two workers from pyspark's own jars, on loopback.
+
+`james-consistency spark start|stop|status`. The workers run the Python of .local/worker-venv (pyspark and the
+third-party packages, not this project), so a job only works there when it ships its own code (--py-files, the
+zip `build_product_zip` writes at set-up). State (pid files, logs, work folders) in .local/spark-cluster.
+"""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from james_consistency.cassandra_node import _port_open, _process_alive, _reap, _signal_group
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR
+from james_consistency.spark_env import LOCAL_WORKER_PYTHON, PRODUCT_ZIP, require_java
+
+CLUSTER_HOME = LOCAL_DIR / "spark-cluster"
+MASTER_HOST = "127.0.0.1"
+MASTER_PORT = 7077
+MASTER_URL = f"spark://{MASTER_HOST}:{MASTER_PORT}"
+MASTER_UI_PORT = 8181
+WORKER_UI_BASE_PORT = 8181  # + worker number
+WORKERS = 2
+WORKER_CORES = 1
+WORKER_MEMORY = "1g"
+DAEMON_MEMORY = "256m"  # the master's and workers' own JVMs
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The local kit: what runs on the operator's machine (local node, local Airflow, seeders, fault injectors, traffic,
+# demo, bench, James harness, run history, this module, the CLI). Everything else of the package is the product a
+# cluster's executors import: engine/, projections/, mailboxes/, cql, errors, gates, schema, spark_env, ...
+KIT_MODULES = frozenset(
+    {
+        "cassandra_node",
+        "local_airflow",
+        "seed",
+        "faults",
+        "demo",
+        "bench",
+        "traffic",
+        "james_harness",
+        "history",
+        "spark_cluster",
+        "cli",
+    }
+)
+
+
+def build_product_zip(target: Path = PRODUCT_ZIP) -> Path:
+    """Zip the product code of the package (the kit modules left out) for --py-files; written aside, then renamed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(PACKAGE_DIR.rglob("*.py")):
+            relative = path.relative_to(PACKAGE_DIR)
+            if "__pycache__" in relative.parts or (len(relative.parts) == 1 and relative.stem in KIT_MODULES):
+                continue
+            archive.write(path, str(Path("james_consistency") / relative))
+    os.replace(partial, target)
+    return target
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """One standalone daemon (the master or a worker): its command line, pid file and log."""
+
+    name: str
+    arguments: tuple[str, ...]
+    ui_port: int
+
+    @property
+    def pid_file(self) -> Path:
+        return CLUSTER_HOME / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return CLUSTER_HOME / "logs" / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            alive = _process_alive(pid) and b"org.apache.spark.deploy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            alive = False
+        if not alive:
+            self.pid_file.unlink(missing_ok=True)
+            return None
+        return pid
+
+    def start(self, environment: dict[str, str]) -> int:
+        pid = self.pid()
+        if pid is not None:
+            return pid
+        spark_home = Path(environment["SPARK_HOME"])
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as out:
+            # spark-class execs the JVM: the child's pid is the daemon's.
+            process = subprocess.Popen(
+                [str(spark_home / "bin" / "spark-class"), *self.arguments],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=environment,
+                cwd=CLUSTER_HOME,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(str(process.pid))
+        return process.pid
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        pid = self.pid()
+        if pid is None:
+            return False
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _process_alive(pid):
+            _reap(pid)
+            time.sleep(0.2)
+        if _process_alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while _process_alive(pid):
+                _reap(pid)
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+
+def master() -> Daemon:
+    return Daemon(
+        "master",
+        (
+            "org.apache.spark.deploy.master.Master",
+            "--host", MASTER_HOST, "--port", str(MASTER_PORT), "--webui-port", str(MASTER_UI_PORT),
+        ),
+        MASTER_UI_PORT,
+    )  # fmt: skip
+
+
+def worker(number: int) -> Daemon:
+    return Daemon(
+        f"worker{number}",
+        (
+            "org.apache.spark.deploy.worker.Worker",
+            "--host", MASTER_HOST, "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
+            "--webui-port", str(WORKER_UI_BASE_PORT + number),
+            "--work-dir", str(CLUSTER_HOME / f"worker{number}"),
+            MASTER_URL,
+        ),
+        WORKER_UI_BASE_PORT + number,
+    )  # fmt: skip
+
+
+def daemons() -> list[Daemon]:
+    return [master(), *(worker(number) for number in range(1, WORKERS + 1))]
+
+
+def daemon_environment() -> dict[str, str]:
+    """The daemons' environment: pyspark's SPARK_HOME, loopback only, and the worker venv's Python; without this
+    project's virtualenv or source on any path the executors could import it from."""
+    if not LOCAL_WORKER_PYTHON.exists():
+        raise OperatorError(f"{LOCAL_WORKER_PYTHON} is missing: run scripts/setup.sh (it creates the worker venv)")
+    java = require_java()
+    keep = ("HOME", "LANG", "LC_ALL", "JAVA_HOME", "TMPDIR", "USER")
+    environment = {name: os.environ[name] for name in keep if name in os.environ}
+    environment.update(
+        PATH=f"{LOCAL_WORKER_PYTHON.parent}:{Path(java).parent}:/usr/bin:/bin",
+        SPARK_HOME=str(Path(importlib.util.find_spec("pyspark").origin).parent),
+        SPARK_LOCAL_IP=MASTER_HOST,
+        SPARK_DAEMON_MEMORY=DAEMON_MEMORY,
+        SPARK_LOG_DIR=str(CLUSTER_HOME / "logs"),
+        PYSPARK_PYTHON=str(LOCAL_WORKER_PYTHON),
+    )
+    return environment
+
+
+def start(timeout: float = 60.0) -> dict:
+    """Start the master, wait for its port, then the workers; return once every worker registered."""
+    CLUSTER_HOME.mkdir(parents=True, exist_ok=True)
+    environment = daemon_environment()
+    the_master = master()
+    the_master.start(environment)
+    deadline = time.monotonic() + timeout
+    while not _port_open(MASTER_HOST, MASTER_PORT, 0.5):
+        if time.monotonic() > deadline or the_master.pid() is None:
+            raise OperatorError(f"the Spark master did not listen on {MASTER_URL}; log: {the_master.log_file}")
+        time.sleep(0.5)
+    workers = [worker(number) for number in range(1, WORKERS + 1)]
+    for each in workers:
+        each.start(environment)
+    while alive_workers() < WORKERS:
+        if time.monotonic() > deadline:
+            raise OperatorError(f"{alive_workers()} of {WORKERS} workers registered with {MASTER_URL} in time")
+        time.sleep(0.5)
+    return status()
+
+
+def alive_workers() -> int:
+    """The workers the master counts ALIVE (its web UI's JSON)."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{MASTER_HOST}:{MASTER_UI_PORT}/json/", timeout=2) as answer:
+            state = json.load(answer)
+    except OSError:
+        return 0
+    return sum(1 for each in state.get("workers", []) if each.get("state") == "ALIVE")
+
+
+def stop() -> list[str]:
+    """Stop the workers, then the master; the names of the daemons that were running."""
+    return [each.name for each in reversed(daemons()) if each.stop()]
+
+
+def status() -> dict:
+    return {
+        "master_url": MASTER_URL,
+        "alive_workers": alive_workers(),
+        "daemons": [
+            {"name": each.name, "pid": each.pid(), "ui": f"http://{MASTER_HOST}:{each.ui_port}"} for each in daemons()
+        ],
+    }
+
+
+if __name__ == "__main__":
+    print(build_product_zip())
