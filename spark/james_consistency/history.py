@@ -20,7 +20,7 @@ from pathlib import Path
 FIX_ACTIONS = ("added", "updated", "removed")
 KINDS = ("missing", "outdated", "orphan")
 MODE_ORDER = {"check": 0, "repair": 1, "verify": 2}
-STATUS_ORDER = ("FAILED", "PARTIAL", "COMPLETED", "NOT_APPLICABLE")
+STATUS_ORDER = ("FAILED", "PARTIAL", "WINDOW_ENDED", "COMPLETED", "NOT_APPLICABLE")
 
 
 @dataclass
@@ -40,11 +40,14 @@ class RunEntry:
     status: str
     failed_gates: list[str] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+    ranges: dict | None = None  # the token ranges of a ranged scan: done, total
 
     @property
     def status_text(self) -> str:
         if self.failed_gates:
             return f"{self.status} (gate {', '.join(self.failed_gates)})"
+        if self.ranges:
+            return f"{self.status} ({self.ranges['done']}/{self.ranges['total']} ranges)"
         return self.status
 
 
@@ -139,6 +142,7 @@ def _entry(run: str, reports: list[tuple[Path, dict]]) -> RunEntry:
         status=status,
         failed_gates=gates,
         reports=[str(path) for path, _ in reports],
+        ranges=next((report["ranges"] for _, report in reversed(reports) if report.get("ranges")), None),
     )
 
 
