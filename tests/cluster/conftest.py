@@ -1,0 +1,93 @@
+"""The cluster layer: a local 3-node Cassandra ring (.local/ring, CQL port 39042 on 127.0.0.1..3) and a local Spark
+standalone cluster (spark://127.0.0.1:7077, workers on .local/worker-venv's Python, without this project).
+
+Both are started by the same code as `james-consistency cassandra start --nodes 3` / `spark start`, and stopped at
+the end of the session unless they were already running (or JAMES_TEST_KEEP_NODE=1). The shared test node (19042)
+is not touched.
+"""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from james_consistency import spark_cluster
+from james_consistency.cassandra_node import RING_DATACENTER, LocalRing
+from james_consistency.cql import CassandraSettings, close, connect
+
+RING = LocalRing(size=3)
+# Node 1 is the clients' contact point (cql.connect takes one host); the tests stop nodes 2 and 3.
+CONTACT = "127.0.0.1"
+
+
+@pytest.fixture(scope="session")
+def ring():
+    started_here = not RING.running()
+    RING.start()
+    yield RING
+    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+        RING.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone():
+    started_here = spark_cluster.alive_workers() == 0
+    spark_cluster.start()
+    yield spark_cluster.MASTER_URL
+    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+        spark_cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def ring_settings(ring) -> CassandraSettings:
+    return CassandraSettings(host=CONTACT, port=ring.native_port)
+
+
+@pytest.fixture(scope="session")
+def ring_cql(ring_settings):
+    session = connect(ring_settings)
+    yield session
+    close(session)
+
+
+def cli_environment(ring: LocalRing, master: str | None = None) -> dict[str, str]:
+    environment = {**os.environ, "CASSANDRA_HOST": CONTACT, "CASSANDRA_PORT": str(ring.native_port)}
+    if master:
+        environment.update(SPARK_MASTER=master, SPARK_LOCAL_IP="127.0.0.1")
+    else:
+        environment.pop("SPARK_MASTER", None)
+    return environment
+
+
+def cli(ring: LocalRing, *arguments: str, master: str | None = None, timeout: float = 600):
+    return subprocess.run(
+        [sys.executable, "-m", "james_consistency.cli", *arguments],
+        env=cli_environment(ring, master),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def ring_keyspace(ring, ring_cql, request):
+    """One platform seeded on the ring (RF 3, NetworkTopologyStrategy), dropped after the module."""
+    keyspace = f"c_{request.module.__name__[-12:]}_{uuid.uuid4().hex[:8]}".lower()
+    started = time.perf_counter()
+    seeded = cli(
+        ring,
+        "seed", "--keyspace", keyspace, "--users", "5", "--mailboxes-per-user", "4", "--messages-per-mailbox", "100",
+        "--replication-factor", "3", "--datacenter", RING_DATACENTER,
+    )  # fmt: skip
+    assert seeded.returncode == 0, seeded.stderr[-2000:]
+    print(f"seeded {keyspace} on the ring in {time.perf_counter() - started:.0f}s")
+    yield keyspace
+    ring_cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+
+
+def report_path(tmp_path: Path, name: str) -> Path:
+    return tmp_path / f"{name}.json"

@@ -1,0 +1,162 @@
+"""The message repair through spark:// on the 3-node ring: shipped code, a node lost mid-repair, two nodes lost."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cassandra import ConsistencyLevel
+from cassandra.query import SimpleStatement
+from conftest import cli, cli_environment
+from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
+
+SHIPPING_CONF = ("spark.files=", "spark.executorEnv.PYTHONPATH=")
+
+
+def message_keys(session, keyspace: str, table: str) -> set[tuple]:
+    statement = SimpleStatement(
+        f"SELECT messageid, mailboxid, uid, modseq FROM {keyspace}.{table}",
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        fetch_size=5000,
+    )
+    return {(row.messageid, row.mailboxid, row.uid, row.modseq) for row in session.execute(statement, timeout=60)}
+
+
+def assert_projection_equals_truth(session, keyspace: str) -> None:
+    truth = message_keys(session, keyspace, "imapuidtable")
+    projection = message_keys(session, keyspace, "messageidtable")
+    assert truth, "the seeded truth is empty"
+    assert projection == truth, f"{len(truth - projection)} missing, {len(projection - truth)} extra"
+
+
+def break_projection(ring, keyspace: str, rate: float, seed: int) -> int:
+    broken = cli(ring, "break", "--keyspace", keyspace, "--kind", "projection-missing", "--rate", str(rate),
+                 "--random-seed", str(seed))  # fmt: skip
+    assert broken.returncode == 0, broken.stderr[-2000:]
+    return json.loads(broken.stdout)["count"]
+
+
+def repair_arguments(keyspace: str, report, *extra: str) -> list[str]:
+    return ["repair", "messages", "--keyspace", keyspace, "--report", str(report), "--recheck-delay", "1", *extra]
+
+
+def start_repair(ring, master: str, keyspace: str, report, log, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "james_consistency.cli", *repair_arguments(keyspace, report, *extra)],
+        env=cli_environment(ring, master),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_for_line(log_path, text: str, process: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log_path.read_text(errors="replace"):
+        assert process.poll() is None, f"the repair ended before '{text}':\n{log_path.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"no '{text}' within {timeout}s"
+        time.sleep(0.2)
+
+
+def test_the_repair_through_the_cluster_ships_its_code_and_repairs_the_ring(
+    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path
+):
+    broken = break_projection(ring, ring_keyspace, 0.05, 1)
+    report = tmp_path / "repair.json"
+    started = time.perf_counter()
+    repaired = cli(ring, *repair_arguments(ring_keyspace, report), master=spark_standalone)
+    seconds = time.perf_counter() - started
+    assert repaired.returncode == 0, (repaired.stdout + repaired.stderr)[-3000:]
+    figures = json.loads(report.read_text())
+    print(f"cluster repair of {broken} missing rows: {seconds:.1f}s wall, job {figures['durationSeconds']}s")
+    assert figures["status"] == "COMPLETED"
+    assert figures["addedMessageIdEntries"] == broken
+    assert_projection_equals_truth(ring_cql, ring_keyspace)
+
+
+def probe(ring, master: str, settings, ship: bool) -> subprocess.CompletedProcess:
+    command = spark_submit_command(Path(__file__).with_name("ship_probe.py"), [], settings, master=master)
+    if not ship:
+        shipping = [index for index, part in enumerate(command) if part.startswith(SHIPPING_CONF)]
+        assert len(shipping) == len(SHIPPING_CONF)
+        for index in reversed(shipping):
+            del command[index - 1 : index + 1]
+    return subprocess.run(
+        command, env=cli_environment(ring, master), capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_the_executors_run_the_shipped_zip_on_a_python_without_the_project(ring, spark_standalone, ring_settings):
+    shipped = probe(ring, spark_standalone, ring_settings, ship=True)
+    assert shipped.returncode == 0, shipped.stderr[-3000:]
+    found = json.loads(next(line for line in shipped.stdout.splitlines() if line.startswith("PROBE "))[6:])
+    assert found["names"] == ["ring_one", "ring_two"]
+    for python, package in found["executors"]:
+        assert python == str(LOCAL_WORKER_PYTHON)
+        assert "/james_consistency.zip/" in package
+
+    not_shipped = probe(ring, spark_standalone, ring_settings, ship=False)
+    assert not_shipped.returncode != 0
+    assert "No module named 'james_consistency'" in not_shipped.stdout + not_shipped.stderr
+
+
+def test_one_node_lost_in_the_middle_of_a_repair_the_run_completes_at_local_quorum(
+    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path
+):
+    broken = break_projection(ring, ring_keyspace, 0.05, 2)
+    report, log_path = tmp_path / "repair.json", tmp_path / "repair.log"
+    with open(log_path, "w") as log:
+        # Throttled so that the fixes are still being written when the node goes.
+        repair = start_repair(ring, spark_standalone, ring_keyspace, report, log, "--messages-per-second", "10")
+        try:
+            wait_for_line(log_path, "gate plan_safety: passed", repair)
+            time.sleep(2)
+            assert ring.stop(3) == [3]
+            assert repair.wait(timeout=600) == 0, log_path.read_text()[-3000:]
+        finally:
+            repair.kill()
+            ring.node(3).start()
+    figures = json.loads(report.read_text())
+    assert figures["status"] == "COMPLETED"
+    assert figures["addedMessageIdEntries"] == broken
+    assert figures["failedCount"] == 0
+    assert_projection_equals_truth(ring_cql, ring_keyspace)
+
+
+def test_two_nodes_lost_the_run_fails_fast_and_the_next_run_converges(
+    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path
+):
+    broken = break_projection(ring, ring_keyspace, 0.05, 3)
+    report, log_path = tmp_path / "repair.json", tmp_path / "repair.log"
+    with open(log_path, "w") as log:
+        repair = start_repair(ring, spark_standalone, ring_keyspace, report, log, "--messages-per-second", "10")
+        try:
+            wait_for_line(log_path, "gate plan_safety: passed", repair)
+            time.sleep(2)
+            assert ring.stop(2) == [2] and ring.stop(3) == [3]
+            lost = time.perf_counter()
+            code = repair.wait(timeout=600)
+            seconds_to_fail = time.perf_counter() - lost
+        finally:
+            repair.kill()
+            ring.node(2).start()
+            ring.node(3).start()
+    output = log_path.read_text(errors="replace")
+    print(f"two nodes lost: exit {code} {seconds_to_fail:.1f}s after the loss")
+    assert code != 0, output[-3000:]
+    assert seconds_to_fail < 60, output[-3000:]
+    # Every fix is one row: written at LOCAL_QUORUM or reported failed, with the reason.
+    figures = json.loads(report.read_text())
+    assert figures["status"] == "PARTIAL"
+    assert figures["failedCount"] > 0
+    assert figures["addedMessageIdEntries"] + figures["failedCount"] == broken
+    # The first fixes fail on the coordinator's answer; the job then stops trying (not attempted: unreachable).
+    reasons = [error["error"] for error in figures["errors"]]
+    assert any("Cannot achieve consistency level LOCAL_QUORUM" in reason for reason in reasons), reasons[:3]
+    assert all("LOCAL_QUORUM" in reason or "Cassandra unreachable" in reason for reason in reasons), reasons[:3]
+
+    rerun_report = tmp_path / "rerun.json"
+    rerun = cli(ring, *repair_arguments(ring_keyspace, rerun_report), master=spark_standalone)
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    assert json.loads(rerun_report.read_text())["status"] == "COMPLETED"
+    assert_projection_equals_truth(ring_cql, ring_keyspace)
