@@ -2,7 +2,7 @@
 standalone cluster (spark://127.0.0.1:7077, workers on .local/worker-venv's Python, without this project).
 
 Both are started by the same code as `james-consistency cassandra start --nodes 3` / `spark start`, and stopped at
-the end of the session unless they were already running (or JAMES_TEST_KEEP_NODE=1). The shared test node (19042)
+the end of the session unless they were already running (or CLUSTER_TEST_KEEP=1). The shared test node (19042)
 is not touched.
 """
 
@@ -28,7 +28,7 @@ def ring():
     started_here = not RING.running()
     RING.start()
     yield RING
-    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+    if started_here and os.environ.get("CLUSTER_TEST_KEEP") != "1":
         RING.stop()
 
 
@@ -37,7 +37,7 @@ def spark_standalone():
     started_here = spark_cluster.alive_workers() == 0
     spark_cluster.start()
     yield spark_cluster.MASTER_URL
-    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+    if started_here and os.environ.get("CLUSTER_TEST_KEEP") != "1":
         spark_cluster.stop()
 
 
