@@ -2,13 +2,17 @@
 
     check (Spark: scan, diff, truth-health gate; a dry run)
       -> anything_to_repair (short-circuit: nothing inconsistent, or a dry run, ends the run here)
-      -> repair (Spark: plan-safety gate, delayed re-check, fixes)
-      -> verify (Spark: re-scan and re-check; the projection-matches-truth gate)
+      -> repair (Spark: plan-safety gate, delayed re-check, fixes; from the check's kept scan)
+      -> verify (Spark: re-check of the check's candidates and sample, a full re-scan on JAMES_FULL_VERIFY_WEEKDAY;
+                 the projection-matches-truth gate)
       -> report (a summary of the three job reports; announces the keyspace's asset through its alias outlets)
 
 `multi_target_consistency_dag` runs that chain for several projections, one branch each (task ids check_<target>,
 anything_to_repair_<target>, repair_<target>, verify_<target>, then one report); `independent_repairs_dag` runs
-rebuilds without a check step. The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never
+rebuilds without a check step. One scan per run: the branch's first job scans the ring in journalled token ranges
+(stopping at a range boundary at the window's end, JAMES_REPAIR_WINDOW_MINUTES after the run was due: the run ends
+well, "window ended, N ranges left", and the next one goes on) and keeps its scan in the run's work folder; the
+later jobs reuse it. The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never
 overlap. A failed gate (job exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert
 notifier. Deployment settings (crons, timezone, keyspace, retries, window) come from james_consistency.settings: the
 environment, as NAME or as the Airflow Variable AIRFLOW_VAR_NAME, read without touching the metadata database.
@@ -124,6 +128,14 @@ def repair_params(target_title: str) -> dict[str, Param]:
             description="Only after looking at the dry run's report.",
             section="Safety",
         ),
+        "full_verify": Param(
+            False,
+            type="boolean",
+            title="Full verify",
+            description="The verify scans everything again instead of re-checking the check's candidates and sample "
+            "(it does so every JAMES_FULL_VERIFY_WEEKDAY anyway).",
+            section="Safety",
+        ),
         "truth_consistency": Param(
             "LOCAL_QUORUM",
             type="string",
@@ -140,6 +152,9 @@ def something_to_repair(check_step: str = "check", **context) -> bool:
     report = read_report(context["dag"].dag_id, context["run_id"], check_step)
     if report is None:
         raise RuntimeError("the check step wrote no report")
+    if report.get("status") == "WINDOW_ENDED":
+        log.warning("%s: nothing is repaired tonight, the next run goes on from the journal", report["windowEnded"])
+        return False
     found = inconsistencies_found(report)
     log.info("check found %d inconsistencies: %s", found, report.get("inconsistencies"))
     if context["params"]["dry_run"]:
@@ -157,7 +172,15 @@ def summarize(**context) -> dict:
             continue
         summary[step] = {
             key: report.get(key)
-            for key in ("status", "inconsistencies", "durationSeconds", "remainingInconsistencies")
+            for key in (
+                "status",
+                "inconsistencies",
+                "durationSeconds",
+                "remainingInconsistencies",
+                "windowEnded",
+                "ranges",
+                "reusedScan",
+            )
             if key in report
         }
         summary[step].update({k: v for k, v in report.items() if k.startswith(("added", "updated", "removed"))})
@@ -188,7 +211,7 @@ def summarize_rebuilds(**context) -> dict:
         for task in context["dag"].tasks
         if task.task_id.startswith(("check_", "repair_", "verify_"))
         and task.task_id in summary
-        and summary[task.task_id].get("status") not in ("COMPLETED", "NOT_APPLICABLE")
+        and summary[task.task_id].get("status") not in ("COMPLETED", "NOT_APPLICABLE", "WINDOW_ENDED")
     )
     # The first job of each branch always runs: no report means it failed before writing one (bad input, no node).
     first_steps = [task.task_id for task in context["dag"].tasks if task.task_id.startswith("check_")] or [
@@ -264,8 +287,8 @@ def consistency_dag(
         anything_to_repair = ShortCircuitOperator(
             task_id="anything_to_repair", python_callable=something_to_repair, ignore_downstream_trigger_rules=False
         )
-        repair = _spark_job(task_id="repair", target=target, mode="repair")
-        verify = _spark_job(task_id="verify", target=target, mode="verify")
+        repair = _spark_job(task_id="repair", target=target, mode="repair", scan_step="check")
+        verify = _spark_job(task_id="verify", target=target, mode="verify", scan_step="check")
         report = PythonOperator(
             task_id="report",
             python_callable=summarize_and_announce,
@@ -317,8 +340,8 @@ def multi_target_consistency_dag(
                 op_kwargs={"check_step": f"check_{target}"},
                 ignore_downstream_trigger_rules=False,
             )
-            repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair")
-            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify")
+            repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair", scan_step=f"check_{target}")
+            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify", scan_step=f"check_{target}")
             check >> anything_to_repair >> repair >> verify
             verifications.append(verify)
         verifications >> _branch_report()
@@ -352,7 +375,7 @@ def independent_repairs_dag(
         verifications = []
         for target, title in targets.items():
             repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair", doc_md=f"Rebuild {title}")
-            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify")
+            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify", scan_step=f"repair_{target}")
             repair >> verify
             verifications.append(verify)
         verifications >> _branch_report()

@@ -7,21 +7,52 @@ password is neither on the spark-submit command line nor in a rendered template.
 
 import os
 import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
-from james_consistency.exit_codes import TRANSIENT_EXIT_CODE
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from james_consistency.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
 from james_consistency.paths import JOBS_DIR
+from james_consistency.settings import setting
 
 from james_airflow.connections import cassandra_environment
-from james_airflow.runs import report_path
+from james_airflow.runs import read_report, report_path, run_folder
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
-def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str]:
+@dataclass(frozen=True)
+class RunScan:
+    """How a DAG run scans once: the first job of a branch scans (in journalled token ranges, stopping at the
+    window's end) and keeps its scan in the run's work folder; the later ones reuse it."""
+
+    run_dir: str
+    reuse: bool
+    work_root: str | None = None
+    until: datetime | None = None
+    ranges: int = 0
+    full_verify: bool = False
+
+    def arguments(self, mode: str) -> list[str]:
+        arguments = ["--run-dir", self.run_dir]
+        if self.work_root:
+            arguments += ["--work-root", self.work_root]
+        if self.reuse and not (mode == "verify" and self.full_verify):
+            return [*arguments, "--reuse-scan"]
+        arguments += ["--ranges", str(self.ranges)]
+        if self.until is not None:
+            arguments += ["--until", self.until.isoformat()]
+        return arguments
+
+
+def job_arguments(target: str, mode: str, params: dict, report: str, scan: RunScan | None = None) -> list[str]:
     """The reconcile job's command-line arguments for this mode, from the DAG run's params."""
     if mode == "repair" and params.get("dry_run"):
         mode = "check"
     arguments = ["--target", target, "--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
+    if scan is not None and not (mode == "check" and scan.reuse):
+        arguments += scan.arguments(mode)
     if mode == "repair":
         arguments += [
             "--messages-per-second",
@@ -41,21 +72,37 @@ def job_arguments(target: str, mode: str, params: dict, report: str) -> list[str
 
 
 class ConsistencyJobOperator(SparkSubmitOperator):
-    """spark-submit of spark/jobs/reconcile.py in one mode (check, repair or verify) for one target."""
+    """spark-submit of spark/jobs/reconcile.py in one mode (check, repair or verify) for one target.
 
-    def __init__(self, *, target: str, mode: str, cassandra_conn_id: str = "cassandra_default", **kwargs):
+    `scan_step` names the task of the same DAG run whose kept scan this one reuses (None: this task scans). A task
+    whose scan step ended at the window's end is skipped: the next run goes on from the journal."""
+
+    def __init__(
+        self,
+        *,
+        target: str,
+        mode: str,
+        scan_step: str | None = None,
+        cassandra_conn_id: str = "cassandra_default",
+        **kwargs,
+    ):
         super().__init__(application=str(JOBS_DIR / "reconcile.py"), name=f"james-{target}-{mode}", **kwargs)
         self.target = target
         self.mode = mode
+        self.scan_step = scan_step
         self.cassandra_conn_id = cassandra_conn_id
 
     def execute(self, context):
         from james_consistency.cql import CassandraSettings
         from james_consistency.paths import spark_jars
-        from james_consistency.spark_env import connector_conf, driver_java_options
+        from james_consistency.spark_env import cluster_shipping_conf, connector_conf, driver_java_options
 
         report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
         report.parent.mkdir(parents=True, exist_ok=True)
+        if self.scan_step is not None:
+            scanned = read_report(context["dag"].dag_id, context["run_id"], self.scan_step) or {}
+            if scanned.get("status") == "WINDOW_ENDED":
+                raise AirflowSkipException(f"{self.scan_step}: {scanned.get('windowEnded')}; the next run goes on")
         cassandra_conf, environment = cassandra_environment(self.cassandra_conn_id)
         settings = CassandraSettings(
             host=cassandra_conf["spark.cassandra.connection.host"],
@@ -67,21 +114,58 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         # The DAG author's conf and env are kept apart so a second execute() starts from them again.
         self._user_conf = getattr(self, "_user_conf", dict(self.conf or {}))
         self._user_env = getattr(self, "_user_env", dict(self.env_vars or {}))
+        master = self._get_hook()._connection["master"]  # spark_default's master, resolved as spark-submit will
         self.conf = {
             **connector_conf(settings),
+            # On a cluster the executors get the product zip and a Python of their own (nothing of this machine).
+            **cluster_shipping_conf(master),
             "spark.driver.extraJavaOptions": driver_java_options(quick_jit=True),
             **self._user_conf,
         }
         self.env_vars = {**metrics_environment(), **self._user_env, **environment}
         self.jars = ",".join(str(jar) for jar in spark_jars())
-        self.application_args = job_arguments(self.target, self.mode, context["params"], str(report))
+        self.application_args = job_arguments(
+            self.target, self.mode, context["params"], str(report), self.run_scan(context)
+        )
         try:
             return super().execute(context)
         except AirflowException as failure:
+            if exit_code(failure) == EXIT_WINDOW_ENDED:
+                self.log.warning("%s; the next run goes on", (read_report_file(report) or {}).get("windowEnded"))
+                return None
             if exit_code(failure) == TRANSIENT_EXIT_CODE:
                 raise  # up for retry while retries are left
             message = f"{failure} Not retried: only exit {TRANSIENT_EXIT_CODE} is transient."
             raise AirflowFailException(message) from None
+
+    def run_scan(self, context) -> RunScan:
+        """The run's work folder for this target, and the window's end: the run's due time plus
+        JAMES_REPAIR_WINDOW_MINUTES (a manual run is due when triggered)."""
+        dag_id, run_id = context["dag"].dag_id, context["run_id"]
+        root = setting("JAMES_WORK_ROOT")
+        if root:
+            run_dir = f"{root.rstrip('/')}/airflow/{dag_id}/{run_folder(dag_id, run_id).name}/{self.target}"
+        else:
+            run_dir = str(run_folder(dag_id, run_id) / "work" / self.target)
+        dag_run = context.get("dag_run")
+        due = getattr(dag_run, "run_after", None) or getattr(dag_run, "start_date", None) or datetime.now(UTC)
+        window = setting("JAMES_REPAIR_WINDOW_MINUTES")
+        weekday = setting("JAMES_FULL_VERIFY_WEEKDAY").lower()[:3]
+        return RunScan(
+            run_dir=run_dir,
+            reuse=self.scan_step is not None,
+            work_root=root,
+            until=due + timedelta(minutes=window) if window > 0 else None,
+            ranges=setting("JAMES_TOKEN_RANGES"),
+            full_verify=bool(context["params"].get("full_verify"))
+            or (weekday in WEEKDAYS and due.weekday() == WEEKDAYS.index(weekday)),
+        )
+
+
+def read_report_file(path) -> dict | None:
+    import json
+
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def metrics_environment() -> dict[str, str]:

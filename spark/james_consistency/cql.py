@@ -61,9 +61,10 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
     ssl_context, ssl_options = None, None
     if settings.tls_ca_file:
         ssl_context = ssl.create_default_context(cafile=settings.tls_ca_file)
-        ssl_options = {"server_hostname": settings.host}
+        ssl_options = {"server_hostname": settings.host.split(",")[0].strip()}
     cluster = Cluster(
-        [settings.host],
+        # Several contact points, comma-separated (as the connector takes them): one node down is no reason to fail.
+        [host.strip() for host in settings.host.split(",") if host.strip()],
         port=settings.port,
         auth_provider=auth,
         ssl_context=ssl_context,

@@ -99,8 +99,36 @@ SETTINGS: tuple[Setting, ...] = (
         "JAMES_REPAIR_WINDOW_MINUTES",
         "float",
         180.0,
-        "Alert when a repair run is still going this long after it was queued (the off-peak window); 0: no window.",
+        "The off-peak window: a DAG run's scan stops at the first token-range boundary this long after the run was "
+        "due (the next run goes on), and an alert goes out when the run is still going then; 0: no window.",
         _DAGS,
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_TOKEN_RANGES",
+        "int",
+        0,
+        "Token ranges per table of a DAG run's scan (journalled, resumable); 0: from Cassandra's size estimates.",
+        "DAG tasks",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_FULL_VERIFY_WEEKDAY",
+        "str",
+        "sun",
+        "The day (mon..sun) a DAG run's verify scans everything again instead of re-checking the check's candidates "
+        "and sample; `never` for never (the trigger form's full_verify asks for one at any time).",
+        "DAG tasks",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_WORK_ROOT",
+        "str",
+        None,
+        "Where DAG runs keep their work folders (the kept scan, candidates, outcomes) and the token ranges' kept rows: "
+        "a path, or a Hadoop URL (file://, hdfs://, s3a://) the driver and every executor reach.",
+        "DAG tasks",
+        default_text="`<local dir>/reports/airflow/<dag>/<run>/work`",
         airflow_variable=True,
     ),
     Setting(

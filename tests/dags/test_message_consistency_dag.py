@@ -2,6 +2,7 @@
 and the pieces around them: the job's command line and environment, the alert notifier."""
 
 import json
+import os
 import shutil
 import time
 from types import SimpleNamespace
@@ -255,3 +256,40 @@ def test_the_default_channels_include_the_alert_log(tmp_path, monkeypatch):
     ConsistencyAlert().notify(alert_context(tmp_path))
 
     assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_run_whose_window_ends_stops_well_and_the_next_run_goes_on(
+    dagbag, airflow_against_test_node, cql, new_keyspace, monkeypatch
+):
+    keyspace = new_keyspace("dagwindow")
+    create_schema(cql, keyspace, "3.9")
+    break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    before = write_times(cql, keyspace)
+    conf = {"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
+
+    dag = dagbag.get_dag(DAG_ID)  # parsed with the tests' window (none: no Deadline alert in dag.test())
+    tests_window = os.environ.get("JAMES_REPAIR_WINDOW_MINUTES", "0")
+    monkeypatch.setenv("JAMES_REPAIR_WINDOW_MINUTES", "0.0001")  # read by the tasks: the window ends at once
+    stopped = dag.test(run_conf=conf)
+
+    assert str(stopped.state) == "success", "a window's end is not a failure"
+    assert task_states(stopped) == {
+        "check": "success",
+        "anything_to_repair": "success",
+        "repair": "skipped",
+        "verify": "skipped",
+        "report": "success",
+    }
+    assert report_xcom(stopped)["check"]["windowEnded"] == "window ended, 16 ranges left"
+    assert write_times(cql, keyspace) == before, "nothing written"
+    assert airflow_against_test_node() == [], "no alert"
+
+    monkeypatch.setenv("JAMES_REPAIR_WINDOW_MINUTES", tests_window)
+    resumed = dagbag.get_dag(DAG_ID).test(run_conf=conf)
+
+    assert str(resumed.state) == "success"
+    summary = report_xcom(resumed)
+    assert summary["check"]["ranges"]["resumed"] is True
+    assert summary["repair"]["reusedScan"]["runId"]
+    assert summary["verify"]["remainingInconsistencies"] == 0
+    assert projection(cql, keyspace) == truth(cql, keyspace)

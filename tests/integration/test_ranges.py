@@ -8,10 +8,10 @@ import time
 
 import pytest
 from james_consistency.engine.ranges import token_ranges
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions, execute
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema
-from support.messages import break_every_kind, platform, projection, truth
+from support.messages import break_every_kind, insert, message, platform, projection, truth
 
 
 def run(spark, settings, keyspace, mode="repair", **options):
@@ -73,6 +73,28 @@ def test_a_stopped_run_is_resumed_by_the_next_one(cql, cassandra_settings, spark
     assert resumed["inconsistencies"] == found
     assert projection(cql, keyspace) == truth(cql, keyspace)
     assert journal(cql, keyspace) == []
+
+
+def test_a_scan_refused_by_its_gate_is_not_resumed_once_the_truth_is_mended(
+    cql, cassandra_settings, spark, new_keyspace
+):
+    keyspace = new_keyspace("rangedgate")
+    create_schema(cql, keyspace, "3.9")
+    rows = platform(cql, keyspace, "3.9", mailboxes=1, per_mailbox=4)
+    bad = message("3.9", rows[0]["mailboxid"], 0, 8_000, modseq=None)
+    insert(cql, keyspace, "imapuidtable", bad)
+
+    with pytest.raises(GateFailed) as refused:
+        run(spark, cassandra_settings, keyspace, mode="check", ranges=4)
+    assert [(row["uid"], row["modseq"]) for row in refused.value.report["gates"][-1]["sample_rows"]] == [(0, None)]
+    assert journal(cql, keyspace) == [], "the refused rows are not kept for the next run"
+
+    cql.execute(
+        f"DELETE FROM {keyspace}.imapuidtable WHERE messageid = %s AND mailboxid = %s AND uid = 0",
+        (bad["messageid"], bad["mailboxid"]),
+    )
+    mended = run(spark, cassandra_settings, keyspace, mode="check", ranges=4)
+    assert mended["status"] == "COMPLETED" and mended["ranges"]["resumed"] is False
 
 
 def test_a_window_already_over_stops_before_any_range_and_fresh_starts_over(

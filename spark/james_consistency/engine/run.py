@@ -662,8 +662,11 @@ def _finish(run: Run, status: str) -> dict:
     if run.spec is not None and run.spec.finish_report is not None:
         run.spec.finish_report(report)
     if run.ranged is not None:
-        report["ranges"] = run.ranged.progress.as_report()
-        if status in (COMPLETED, PARTIAL):
+        progress = run.ranged.progress
+        report["ranges"] = progress.as_report()
+        # A scan that went round the ring is done with, whatever the run became (a failed gate's rows must not be
+        # resumed as tomorrow's truth); one stopped part-way stays journalled for the next run.
+        if status != WINDOW_ENDED and progress.total and progress.done >= progress.total:
             run.ranged.close()
     finished = time.time()
     report["status"] = status
