@@ -281,7 +281,9 @@ def _cassandra(args) -> int:
     from james_consistency.cassandra_node import LocalNode, LocalRing
 
     ring = LocalRing(size=args.nodes or max(3, args.node or 0))
-    if args.nodes or args.node or (args.action != "start" and ring.running()):
+    # The ring only when asked for: a plain start/status/stop always means the single node its settings name (a
+    # running ring made `stop` leave a test's own node running and its port taken).
+    if args.nodes or args.node:
         return _cassandra_ring(args, ring)
     node = LocalNode.from_env(native_port=args.port, auth=args.auth, tls=args.tls)
     if args.action == "start":
