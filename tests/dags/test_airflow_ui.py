@@ -20,6 +20,7 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 ADMIN, ADMIN_PASSWORD = "admin", "ui-test-admin"
 APPROVER, APPROVER_PASSWORD = "approver", "ui-test-approver"
 MESSAGES_DAG, MAILBOX_DAG = "message_consistency", "mailbox_offline_repair"
+TRIGGER_DIALOG = "//*[@role='dialog'][contains(., 'Trigger Dag - ')]"
 
 
 def wait_for(what: str, probe, seconds: float = 600, every: float = 2):
@@ -55,10 +56,10 @@ class Browser:
 
         return self.driver.find_element(By.CSS_SELECTOR, css)
 
-    def button(self, text: str, within=None):
+    def button(self, text: str):
         from selenium.webdriver.common.by import By
 
-        return (within or self.driver).find_element(By.XPATH, f".//button[normalize-space()='{text}']")
+        return self.driver.find_element(By.XPATH, f"//button[normalize-space()='{text}']")
 
     def log_in(self, user: str, password: str) -> None:
         self.driver.delete_all_cookies()
@@ -70,6 +71,22 @@ class Browser:
 
     def text(self) -> str:
         return self.driver.find_element("tag name", "body").text
+
+    def click(self, xpath: str, seconds: float = 30) -> None:
+        """Find and click, again when React re-rendered the element in between (a list refreshing its data)."""
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        deadline = time.time() + seconds
+        while True:
+            try:
+                element = self.driver.find_element("xpath", xpath)
+                self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+                element.click()
+                return
+            except StaleElementReferenceException:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def shot(self, name: str) -> str:
         path = self.screenshots / f"{name}.png"
@@ -134,18 +151,17 @@ def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagno
 
             # Three clicks: Trigger, the Dry run switch, Trigger; plus the keyspace typed in.
             ui.driver.get(f"{api.base}/dags/{MESSAGES_DAG}")
-            ui.element("button[aria-label='Trigger Dag']").click()
-            form = ui.driver.find_element("xpath", "//*[@role='dialog'][contains(., 'Trigger Dag - ')]")
+            ui.click("//button[@aria-label='Trigger Dag']")
+            ui.driver.find_element("xpath", TRIGGER_DIALOG)
             keyspace_field = ui.element("input[name=element_keyspace]")
             assert keyspace_field.get_attribute("value") == "james_demo", "the form's default keyspace"
             keyspace_field.clear()
             keyspace_field.send_keys(messages_keyspace)
-            dry_run = ui.element("input[name=element_dry_run]")
-            assert not dry_run.is_selected()
-            ui.driver.find_element("xpath", "//input[@name='element_dry_run']/ancestor::label").click()
-            assert dry_run.is_selected()
+            assert not ui.element("input[name=element_dry_run]").is_selected()
+            ui.click("//input[@name='element_dry_run']/ancestor::label")
+            assert ui.element("input[name=element_dry_run]").is_selected()
             ui.shot("1-trigger-form")
-            ui.button("Trigger", within=form).click()
+            ui.click(f"{TRIGGER_DIALOG}//button[normalize-space()='Trigger']")
 
             def triggered_run():
                 return next((run for run in api.runs(MESSAGES_DAG) if run["conf"]["keyspace"] == messages_keyspace), 0)
@@ -175,15 +191,13 @@ def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagno
             ui.log_in(APPROVER, APPROVER_PASSWORD)
             ui.driver.get(f"{api.base}/required_actions?response_received=false")
             subject = f"Offline mailbox repair of {mailboxes_keyspace}: approve once James is stopped"
-            ui.driver.find_element("xpath", f"//a[normalize-space()='{subject}']").click()
+            ui.click(f"//a[normalize-space()='{subject}']")
             wait_for("the approval form", lambda: "ALL-SERVICES-ARE-OFFLINE" in ui.text(), 60)
             wait_for("the diagnosis in the form", lambda: str(ids["dave2"]) in ui.text(), 60)
             approval_form = " ".join(ui.text().split())
             ui.shot("3-approval-form")
-            reject = ui.button("Reject")
-            ui.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", reject)
-            assert reject.is_enabled(), "Reject needs no typed confirmation"
-            reject.click()
+            assert ui.button("Reject").is_enabled(), "Reject needs no typed confirmation"
+            ui.click("//button[normalize-space()='Reject']")
             final_state = api.wait_for_run(MAILBOX_DAG, mailbox_run_id, seconds=120)
             mailbox_tasks = api.task_states(MAILBOX_DAG, mailbox_run_id)
             _, outcome = api.call(
