@@ -1,4 +1,5 @@
-# Airflow 3.3 with this project's pinned requirements, the Spark Cassandra Connector jars and the project itself.
+# Airflow 3.3 with this project's pinned requirements, the Spark Cassandra Connector jars and the project itself
+# (the product spark/james_consistency and plugins/; the local kit, kit/, stays out: see the .dockerignore).
 # The Spark jobs run from here as spark-submit clients (deploy mode client) against the standalone cluster, with
 # pip's pyspark 3.5.8 and the Java 17 runtime of the official Spark image (same Spark version as the cluster).
 # Build context: the repository root (see docker/airflow.Dockerfile.dockerignore for what is left out).
@@ -26,7 +27,8 @@ RUN pip install --no-cache-dir --no-deps -r /opt/james-consistency/requirements.
 COPY --chown=airflow:root --from=jars /build/.local/jars/spark/ /opt/james-consistency/.local/jars/spark/
 COPY --chown=airflow:root . /opt/james-consistency
 RUN pip install --no-cache-dir --no-deps -e /opt/james-consistency \
- && python -c "import james_airflow, james_consistency.paths as p; assert p.spark_jars()"
+ && python -c "import importlib.util, james_airflow, james_consistency.paths as p; assert p.spark_jars(); \
+assert importlib.util.find_spec('james_consistency_kit') is None, 'the local kit is not for the image'"
 ENV JAMES_CONSISTENCY_LOCAL_DIR=/opt/james-consistency/.local \
     GX_ANALYTICS_ENABLED=false \
     PYSPARK_PYTHON=python3 \

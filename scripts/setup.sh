@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-wanted="$( (cat requirements.txt pyproject.toml; ls -d spark/*/ plugins/*/) | sha256sum | cut -d' ' -f1)"
+wanted="$( (cat requirements.txt pyproject.toml; ls -d spark/*/ plugins/*/ kit/*/) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing the pinned Python packages"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"
@@ -30,10 +30,11 @@ fi
 # The Spark driver's class archive (spark_env.ensure_class_archive): every spark-submit job starts ~2 s sooner.
 .venv/bin/python -m james_consistency.spark_env
 
-# What a Spark cluster's executors get: the product code zipped (the local kit left out), shipped by every job
-# submitted to a spark:// master, and a Python with pyspark and the third-party packages only (no project), the
-# local standalone cluster's workers' (`james-consistency spark start`). Versions pinned from .venv.
-.venv/bin/python -m james_consistency.spark_cluster >/dev/null
+# What a Spark cluster's executors get: the product package spark/james_consistency zipped (the kit, kit/, stays on
+# this machine), shipped by every job submitted to a spark:// master, and a Python with pyspark and the third-party
+# packages only (no project), the local standalone cluster's workers' (`james-consistency spark start`). Versions
+# pinned from .venv.
+.venv/bin/python -m james_consistency_kit.spark_cluster >/dev/null
 worker_packages="$(.venv/bin/python -m pip freeze --disable-pip-version-check 2>/dev/null |
   grep -iE '^(pyspark|py4j|cassandra-driver|geomet|click|six)==' | sort)"
 if [ "$(cat .local/worker-venv/.installed 2>/dev/null || true)" != "$worker_packages" ]; then

@@ -4,9 +4,9 @@ import os
 import uuid
 
 import pytest
-from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
+from james_consistency_kit.cassandra_node import LocalNode
 
 # Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
 os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")

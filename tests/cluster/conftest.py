@@ -14,9 +14,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from james_consistency import spark_cluster
-from james_consistency.cassandra_node import RING_DATACENTER, LocalRing
 from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency_kit import spark_cluster
+from james_consistency_kit.cassandra_node import RING_DATACENTER, LocalRing
 
 RING = LocalRing(size=3)
 # Node 1 is the clients' contact point (cql.connect takes one host); the tests stop nodes 2 and 3.
@@ -64,7 +64,7 @@ def cli_environment(ring: LocalRing, master: str | None = None) -> dict[str, str
 
 def cli(ring: LocalRing, *arguments: str, master: str | None = None, timeout: float = 600):
     return subprocess.run(
-        [sys.executable, "-m", "james_consistency.cli", *arguments],
+        [sys.executable, "-m", "james_consistency_kit.cli", *arguments],
         env=cli_environment(ring, master),
         capture_output=True,
         text=True,

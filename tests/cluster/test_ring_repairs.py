@@ -43,7 +43,7 @@ def repair_arguments(keyspace: str, report, *extra: str) -> list[str]:
 
 def start_repair(ring, master: str, keyspace: str, report, log, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "james_consistency.cli", *repair_arguments(keyspace, report, *extra)],
+        [sys.executable, "-m", "james_consistency_kit.cli", *repair_arguments(keyspace, report, *extra)],
         env=cli_environment(ring, master),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -8,8 +8,8 @@ import json
 import os
 import time
 
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 from support.dag_runs import report_summary, task_states
 
 DAG_ID = "acl_consistency"

@@ -6,7 +6,7 @@ import os
 import uuid
 
 import pytest
-from james_consistency import james_harness
+from james_consistency_kit import james_harness
 from support.dag_runs import task_states
 
 DAG_ID = "attachment_integrity"

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import time
 
-from james_consistency.faults import inject
 from james_consistency.paths import PROJECT_ROOT
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 from support.dag_runs import announcements, task_states
 
 DAG_ID = "counters_recompute"

@@ -1,7 +1,7 @@
 """A whole index_rebuild run: each index repaired independently; one stopped by its safety gate stops no other."""
 
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 
 def index_rows(cql, keyspace, table, uid_column="uid"):

@@ -14,8 +14,8 @@ import threading
 import time
 
 import pytest
-from james_consistency.local_airflow import Api, free_port
 from james_consistency.schema import create_schema
+from james_consistency_kit.local_airflow import Api, free_port
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths, write_times
 
 DAG_ID = "mailbox_offline_repair"

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 from james_consistency.engine.run import RunOptions, execute
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 ORDER = "aeiklprstwx"
 
@@ -118,8 +118,8 @@ def test_aclv2_is_repaired_from_the_event_store(cql, cassandra_settings, spark, 
 
 def test_aclv2_on_a_35_keyspace_is_not_applicable(cql, cassandra_settings, new_keyspace, capsys):
     """3.5 keeps ACLs in `acl` JSON: nothing to repair, said in one line, exit 0 (a DAG run does not fail)."""
-    from james_consistency.cli import main
     from james_consistency.schema import create_schema
+    from james_consistency_kit.cli import main
 
     keyspace = new_keyspace("old")
     create_schema(cql, keyspace, "3.5")

@@ -7,8 +7,8 @@ import hashlib
 import uuid
 
 import pytest
-from james_consistency import james_harness
 from james_consistency.engine.run import RunOptions, execute
+from james_consistency_kit import james_harness
 
 
 def harness(version: str):

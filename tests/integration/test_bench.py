@@ -4,9 +4,9 @@ the bench relies on are there, and James's report after our repair adds nothing.
 import uuid
 
 import pytest
-from james_consistency import james_harness
-from james_consistency.bench import bench_keyspace, bench_messages, bench_projection
 from james_consistency.paths import LOCAL_DIR
+from james_consistency_kit import james_harness
+from james_consistency_kit.bench import bench_keyspace, bench_messages, bench_projection
 
 pytestmark = pytest.mark.skipif(
     not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built (make setup)"

@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 from cassandra.util import uuid_from_time
 from james_consistency.engine.run import GateFailed, RunOptions, execute
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 from support.messages import insert, message
 
 

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from james_consistency.cql import close, connect
 from james_consistency.engine.run import RunOptions, execute
-from james_consistency.faults import inject
 from james_consistency.projections import TARGETS
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 PROJECTION_TABLES = {
     "3.9": (

@@ -9,10 +9,10 @@ import json
 import uuid
 
 import pytest
-from james_consistency.cli import main
 from james_consistency.errors import OperatorError
-from james_consistency.faults import KINDS, inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.cli import main
+from james_consistency_kit.faults import KINDS, inject
+from james_consistency_kit.seed import seed_platform
 from test_seed import inconsistencies
 
 # projection (as the manifest names it) -> the manifest fields that are its key, as the checker reports it

@@ -7,8 +7,8 @@ import time
 
 import pytest
 from james_consistency.engine.run import GateFailed, RunOptions, execute
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 
 def seeded(settings, spark, keyspace, generation):

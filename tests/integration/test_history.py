@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from james_consistency.engine.reports import write_report
 from james_consistency.engine.run import GateFailed, RunOptions, execute
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 from support.messages import insert, message
 
 NIGHTS = [f"airflow/message_consistency/scheduled__2026-11-2{day}T01_30_00_00_00" for day in (0, 1, 2)]
@@ -121,7 +121,7 @@ def test_history_prints_found_and_fixed_per_projection_and_draws_them(history, t
 
 
 def test_history_filters_by_projection_and_date(history, capsys):
-    from james_consistency.cli import main
+    from james_consistency_kit.cli import main
 
     assert main(["history", "--reports", str(history.folder), "--target", "deleted"]) == 0
     table = capsys.readouterr().out.splitlines()

@@ -1,11 +1,11 @@
 """Counted by Cassandra itself (system_views.local_write_latency, per table): a repair never writes its source of
 truth, and every repair run a second time writes nothing at all."""
 
-from james_consistency.bench import TARGET_FAULTS
 from james_consistency.engine.run import RunOptions, execute
-from james_consistency.faults import inject
 from james_consistency.projections import TARGETS
-from james_consistency.seed import seed_platform
+from james_consistency_kit.bench import TARGET_FAULTS
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 MESSAGE_FAULTS = ("projection-missing", "projection-stale-flags", "projection-orphan")
 TRUTH_TABLES = (

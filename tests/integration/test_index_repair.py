@@ -2,8 +2,8 @@
 
 import pytest
 from james_consistency.engine.run import RunOptions, execute
-from james_consistency.faults import inject
-from james_consistency.seed import seed_platform
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
 
 # target -> (index table, its uid column, the fault kinds that break it, the truth condition)
 INDEXES = {

@@ -10,9 +10,9 @@ code against the test node, and plain CQL checks what James really wrote.
 import json
 
 import pytest
-from james_consistency import james_harness
-from james_consistency.cli import main
 from james_consistency.schema import create_schema
+from james_consistency_kit import james_harness
+from james_consistency_kit.cli import main
 
 FLAGS = ("flaganswered", "flagdeleted", "flagdraft", "flagflagged", "flagrecent", "flagseen", "flaguser")
 MESSAGE_COLUMNS = ("messageid", "mailboxid", "uid", "modseq", *FLAGS, "userflags")

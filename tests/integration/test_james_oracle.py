@@ -8,11 +8,11 @@ RecomputeCurrentQuotas (where the version has them) change no counter, and the A
 import json
 
 import pytest
-from james_consistency import james_harness
 from james_consistency.engine.run import RunOptions, execute
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes.job import MailboxOptions
 from james_consistency.mailboxes.job import execute as execute_mailboxes
+from james_consistency_kit import james_harness
 
 
 def harness(version: str):

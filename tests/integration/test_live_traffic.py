@@ -9,10 +9,10 @@ import uuid
 
 from james_consistency.cql import close, connect
 from james_consistency.engine.run import RunOptions, execute
-from james_consistency.faults import inject
 from james_consistency.schema import create_schema
-from james_consistency.seed import seed_platform
-from james_consistency.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer
+from james_consistency_kit.faults import inject
+from james_consistency_kit.seed import seed_platform
+from james_consistency_kit.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer
 from support import messages
 
 TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags")

@@ -348,7 +348,7 @@ def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(c
 
 def cli(*arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "james_consistency.cli", *arguments], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "james_consistency_kit.cli", *arguments], capture_output=True, text=True, timeout=600
     )
 
 

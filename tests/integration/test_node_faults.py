@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from james_consistency.cassandra_node import LocalNode
-from james_consistency.cli import main as cli_main
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import create_schema
+from james_consistency_kit.cassandra_node import LocalNode
+from james_consistency_kit.cli import main as cli_main
 from support.messages import platform, projection, truth
 
 FAULT_NODE = LocalNode(

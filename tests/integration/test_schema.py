@@ -4,7 +4,7 @@ The expectations are written out here from ../shared/reference/james-cassandra.m
 """
 
 import pytest
-from james_consistency.cli import main
+from james_consistency_kit.cli import main
 
 FLAGS = {
     f: "boolean"

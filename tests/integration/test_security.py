@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
+from james_consistency_kit.cassandra_node import LocalNode
 
 SECURE_NODE = LocalNode(
     home=LOCAL_DIR / "secure-cassandra",

@@ -8,9 +8,9 @@ import json
 from collections import Counter, defaultdict
 
 import pytest
-from james_consistency.cli import main
 from james_consistency.errors import OperatorError
-from james_consistency.seed import seed_platform
+from james_consistency_kit.cli import main
+from james_consistency_kit.seed import seed_platform
 
 RIGHTS_ORDER = "aeiklprstwx"
 FLAGS = ("flaganswered", "flagdeleted", "flagdraft", "flagflagged", "flagrecent", "flagseen", "flaguser")

@@ -6,16 +6,16 @@ import tokenize
 from contextlib import redirect_stdout
 
 import pytest
-from james_consistency.cli import main
 from james_consistency.errors import OperatorError
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency.settings import CATALOGUE, SETTINGS, configured, parse_setting, render_table, setting
+from james_consistency_kit.cli import main
 
-SOURCE_FOLDERS = ("dags", "plugins", "spark")
+SOURCE_FOLDERS = ("dags", "plugins", "spark", "kit")
 NAME = re.compile(r"JAMES_[A-Z0-9_]+")
 ENVIRONMENT_READ = re.compile(r"(environ(\.get)?\s*[(\[]|getenv\s*\()\s*[\"']JAMES_")
 # Owned by another change, listed in the catalogue: they still read their variables themselves.
-READ_DIRECTLY = {"spark/james_consistency/cassandra_node.py", "spark/james_consistency/spark_env.py"}
+READ_DIRECTLY = {"kit/james_consistency_kit/cassandra_node.py", "spark/james_consistency/spark_env.py"}
 
 
 def python_sources():

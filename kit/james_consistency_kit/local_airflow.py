@@ -216,7 +216,7 @@ def airflow_standalone(log: Path, logins: dict[str, str], passwords_file: Path, 
 
 def serve_ui(port: int) -> int:
     """`james-consistency ui`: Airflow on 127.0.0.1:port against the local demo node until Ctrl-C."""
-    from james_consistency.cassandra_node import LocalNode
+    from james_consistency_kit.cassandra_node import LocalNode
 
     passwords_file = LOCAL_DIR / "airflow" / "passwords.json"
     logins = local_logins(passwords_file)

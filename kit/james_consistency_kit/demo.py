@@ -10,12 +10,13 @@ import time
 from datetime import datetime
 from urllib.parse import quote
 
-from james_consistency.cassandra_node import LocalNode
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine.reports import summary_line
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.schema import validate_keyspace_name
+
+from james_consistency_kit.cassandra_node import LocalNode
 
 PASSWORDS_FILE = LOCAL_DIR / "airflow" / "passwords.json"
 
@@ -42,8 +43,8 @@ PROJECT_FAULTS = (
 
 
 def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: int = 4, messages_per_mailbox: int = 50):
-    from james_consistency import james_harness
-    from james_consistency.faults import inject
+    from james_consistency_kit import james_harness
+    from james_consistency_kit.faults import inject
 
     keyspace = validate_keyspace_name(keyspace)
     node = LocalNode.from_env()
@@ -102,7 +103,7 @@ DEMO_RUN = {"recheck_delay_seconds": 0}
 
 
 def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
-    from james_consistency.local_airflow import airflow_standalone, local_logins
+    from james_consistency_kit.local_airflow import airflow_standalone, local_logins
 
     logins = local_logins(PASSWORDS_FILE)
     log = LOCAL_DIR / "airflow" / "demo-standalone.log"

@@ -223,9 +223,8 @@ def totals_lines(entries: list[RunEntry]) -> list[str]:
 
 def _color(target: str) -> str:
     """One stable colour per projection (the same in every plot)."""
-    from matplotlib import colormaps
-
     from james_consistency.projections import TARGETS
+    from matplotlib import colormaps
 
     index = TARGETS.index(target) if target in TARGETS else len(TARGETS) + sum(map(ord, target))
     return colormaps["tab10"](index % 10)

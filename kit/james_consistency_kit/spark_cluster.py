@@ -14,10 +14,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from james_consistency.cassandra_node import _port_open, _process_alive, _reap, _signal_group
+import james_consistency
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, PRODUCT_ZIP, require_java
+
+from james_consistency_kit.cassandra_node import _port_open, _process_alive, _reap, _signal_group
 
 CLUSTER_HOME = LOCAL_DIR / "spark-cluster"
 MASTER_HOST = "127.0.0.1"
@@ -30,35 +32,19 @@ WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 DAEMON_MEMORY = "256m"  # the master's and workers' own JVMs
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-# The local kit: what runs on the operator's machine (local node, local Airflow, seeders, fault injectors, traffic,
-# demo, bench, James harness, run history, this module, the CLI). Everything else of the package is the product a
-# cluster's executors import: engine/, projections/, mailboxes/, cql, errors, gates, schema, spark_env, ...
-KIT_MODULES = frozenset(
-    {
-        "cassandra_node",
-        "local_airflow",
-        "seed",
-        "faults",
-        "demo",
-        "bench",
-        "traffic",
-        "james_harness",
-        "history",
-        "spark_cluster",
-        "cli",
-    }
-)
+# The product package (spark/james_consistency), whatever this kit module's own location: its whole code is what a
+# cluster's executors import (engine/, projections/, mailboxes/, cql, errors, gates, schema, spark_env, ...).
+PACKAGE_DIR = Path(james_consistency.__file__).resolve().parent
 
 
 def build_product_zip(target: Path = PRODUCT_ZIP) -> Path:
-    """Zip the product code of the package (the kit modules left out) for --py-files; written aside, then renamed."""
+    """Zip the product package (every .py of james_consistency) for --py-files; written aside, then renamed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(PACKAGE_DIR.rglob("*.py")):
             relative = path.relative_to(PACKAGE_DIR)
-            if "__pycache__" in relative.parts or (len(relative.parts) == 1 and relative.stem in KIT_MODULES):
+            if "__pycache__" in relative.parts:
                 continue
             archive.write(path, str(Path("james_consistency") / relative))
     os.replace(partial, target)

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
-
 from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings, close, connect, table_names
 from james_consistency.errors import OperatorError

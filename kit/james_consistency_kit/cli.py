@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_james_command(commands)
 
-    from james_consistency.history import add_history_command
+    from james_consistency_kit.history import add_history_command
 
     add_history_command(commands)  # history [--target T] [--since DATE] [--plot FILE.png]
 
@@ -172,7 +172,7 @@ def _print_settings(args) -> int:
 
 def _add_james_command(commands) -> None:
     """`james schema|seed|break|solve`: James's own code (the harness jars) as writer, fault injector and oracle."""
-    from james_consistency.james_harness import DEFAULT_VERSION, VERSIONS
+    from james_consistency_kit.james_harness import DEFAULT_VERSION, VERSIONS
 
     james = commands.add_parser("james", help="James's own code writes, breaks and solves (harness jars, one JVM each)")
     actions = james.add_subparsers(dest="james_command", required=True)
@@ -206,8 +206,9 @@ def _add_james_command(commands) -> None:
 
 
 def _james(args) -> int:
-    from james_consistency import james_harness
     from james_consistency.paths import LOCAL_DIR
+
+    from james_consistency_kit import james_harness
 
     command = args.james_command
     arguments = [] if args.keyspace is None else ["--keyspace", args.keyspace]
@@ -271,14 +272,14 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
         parser.add_argument("--truth-consistency", default="LOCAL_QUORUM", help="e.g. LOCAL_QUORUM or SERIAL")
         parser.add_argument("--max-destructive-share", type=_rate, default=0.05)
         parser.add_argument("--allow-destructive", action="store_true")
-    from james_consistency.mailboxes.cli import add_options as add_mailbox_options
+    from james_consistency_kit.mailbox_cli import add_options as add_mailbox_options
 
     add_mailbox_options(parser, mode)
     _add_connection_options(parser)
 
 
 def _cassandra(args) -> int:
-    from james_consistency.cassandra_node import LocalNode, LocalRing
+    from james_consistency_kit.cassandra_node import LocalNode, LocalRing
 
     ring = LocalRing(size=args.nodes or max(3, args.node or 0))
     # The ring only when asked for: a plain start/status/stop always means the single node its settings name (a
@@ -329,7 +330,7 @@ def _cassandra_ring(args, ring) -> int:
 
 
 def _spark_cluster(args) -> int:
-    from james_consistency import spark_cluster
+    from james_consistency_kit import spark_cluster
 
     if args.action == "start":
         status = spark_cluster.start()
@@ -363,7 +364,7 @@ def _schema(args) -> int:
 
 
 def _seed(args) -> int:
-    from james_consistency.seed import seed_platform
+    from james_consistency_kit.seed import seed_platform
 
     summary = seed_platform(
         _settings(args),
@@ -381,7 +382,7 @@ def _seed(args) -> int:
 
 
 def _break(args) -> int:
-    from james_consistency.faults import KINDS, inject
+    from james_consistency_kit.faults import KINDS, inject
 
     if args.kind == "list":
         for kind, damage in KINDS.items():
@@ -403,20 +404,21 @@ def _break(args) -> int:
 
 
 def _demo(args) -> int:
-    from james_consistency.demo import run_demo
+    from james_consistency_kit.demo import run_demo
 
     return run_demo(args.keyspace)
 
 
 def _ui(args) -> int:
-    from james_consistency.local_airflow import serve_ui
+    from james_consistency_kit.local_airflow import serve_ui
 
     return serve_ui(args.port)
 
 
 def _traffic(args) -> int:
     from james_consistency.schema import validate_keyspace_name
-    from james_consistency.traffic import TrafficOptions, run_writer
+
+    from james_consistency_kit.traffic import TrafficOptions, run_writer
 
     if args.seconds <= 0 or args.ops_per_second < 0:
         raise OperatorError("--seconds must be above 0 and --ops-per-second 0 or more")
@@ -436,8 +438,9 @@ def _traffic(args) -> int:
 def _bench(args) -> int:
     import logging
 
-    from james_consistency.bench import bench_messages, bench_projection, write_figures
     from james_consistency.spark_env import local_session
+
+    from james_consistency_kit.bench import bench_messages, bench_projection, write_figures
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("great_expectations", "py4j", "cassandra"):
@@ -483,7 +486,7 @@ def _job(args) -> int:
     from james_consistency.spark_env import JOBS_DIR, spark_submit_command
 
     if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
-        from james_consistency.mailboxes.cli import run as run_mailboxes
+        from james_consistency_kit.mailbox_cli import run as run_mailboxes
 
         return run_mailboxes(args, _settings(args))
     keyspace = validate_keyspace_name(args.keyspace)

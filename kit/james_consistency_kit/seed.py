@@ -12,14 +12,13 @@ import uuid
 from dataclasses import dataclass
 
 from cassandra.concurrent import execute_concurrent_with_args
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-
 from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema, detect_generation, validate_keyspace_name
 from james_consistency.spark_env import local_session, refresh_connector_schema
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 DOMAIN = "domain.tld"
 NAMESPACE = "#private"

@@ -21,10 +21,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from james_consistency import james_harness
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine.run import RunOptions, execute, read_table
 from james_consistency.paths import LOCAL_DIR
+
+from james_consistency_kit import james_harness
 
 log = logging.getLogger("james_consistency")
 
@@ -149,8 +150,8 @@ def james_style_reference(settings: CassandraSettings, keyspace: str, columns: t
 
 def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages: int, rate: float, seed: int) -> dict:
     """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them."""
-    from james_consistency.faults import inject
-    from james_consistency.seed import seed_platform
+    from james_consistency_kit.faults import inject
+    from james_consistency_kit.seed import seed_platform
 
     session = connect(settings)
     try:
@@ -491,7 +492,8 @@ def bench_projection(
     """The same bench for any other target, on the same seeded keyspace as `bench messages`: a bare scan of the
     tables the repair reads, its dry run and its repair (James has no repair to compare with for most of them)."""
     from james_consistency.engine.run import resolve_target
-    from james_consistency.faults import inject
+
+    from james_consistency_kit.faults import inject
 
     keyspace = bench_keyspace(messages, keyspace_prefix)
     seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
@@ -580,7 +582,7 @@ def james_counters_phases(
 ) -> dict:
     """James's RecomputeMailboxCounters (it has no rate) on the benched keyspace: first right after our repair, where
     it must change no counter, then on the keyspace broken again at the same rate, timed."""
-    from james_consistency.faults import inject
+    from james_consistency_kit.faults import inject
 
     if not james_harness.is_built(JAMES_VERSION):
         return {"skipped": "the James 3.8.1 harness is not built: make setup"}

@@ -1,0 +1,81 @@
+"""The boundary between the product and the local kit: the kit imports the product, never the reverse.
+
+The product (spark/, the package `james_consistency` and the spark-submit entry points) is what a Spark cluster's
+executors and the Airflow deployment receive; the Airflow side (plugins/, dags/) runs where only the product is
+installed. None of them may import `james_consistency_kit`, and the zip shipped to the executors holds exactly the
+product package's code.
+"""
+
+import ast
+import zipfile
+from pathlib import Path
+
+import pytest
+from james_consistency_kit.spark_cluster import build_product_zip
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT_PACKAGE = ROOT / "spark" / "james_consistency"
+KIT_PACKAGE = ROOT / "kit" / "james_consistency_kit"
+KIT = "james_consistency_kit"
+# What must never import the kit: the product and the Airflow side.
+KIT_FREE_FOLDERS = ("spark", "plugins", "dags")
+
+
+def _is_kit(module: str | None) -> bool:
+    return module is not None and (module == KIT or module.startswith(f"{KIT}."))
+
+
+def kit_imports(path: Path) -> list[str]:
+    """Each import of the kit in one file, as `line N: <statement>`: import statements, and import_module or
+    __import__ called with a literal module name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module] if node.level == 0 else []
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
+            "import_module",
+            "__import__",
+        ):
+            modules = [
+                arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            ]
+        else:
+            continue
+        if any(_is_kit(module) for module in modules):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def python_files(folder: str) -> list[Path]:
+    return sorted(path for path in (ROOT / folder).rglob("*.py") if "__pycache__" not in path.parts)
+
+
+@pytest.mark.parametrize("folder", KIT_FREE_FOLDERS)
+def test_the_product_and_the_airflow_side_never_import_the_kit(folder):
+    files = python_files(folder)
+    assert files, f"no Python file under {folder}/"
+    offenders = {str(path.relative_to(ROOT)): imports for path in files if (imports := kit_imports(path))}
+    assert offenders == {}, f"{folder}/ must not import {KIT} (the kit imports the product, never the reverse)"
+
+
+def test_the_product_zip_holds_exactly_the_product_package(tmp_path):
+    archive = build_product_zip(tmp_path / "james_consistency.zip")
+
+    with zipfile.ZipFile(archive) as opened:
+        shipped = set(opened.namelist())
+    product = {
+        f"james_consistency/{path.relative_to(PRODUCT_PACKAGE).as_posix()}"
+        for path in python_files("spark/james_consistency")
+    }
+    kit_modules = {
+        path.relative_to(KIT_PACKAGE).as_posix()
+        for path in python_files("kit/james_consistency_kit")
+        if path.name != "__init__.py"
+    }
+
+    assert "james_consistency/__init__.py" in product and "james_consistency/engine/run.py" in product
+    assert sorted(shipped - product) == [], "the zip ships files that are not the product package's code"
+    assert sorted(product - shipped) == [], "the zip misses files of the product package"
+    assert [name for name in shipped if KIT in name or name.removeprefix("james_consistency/") in kit_modules] == []
