@@ -315,37 +315,44 @@ def multi_target_consistency_dag(
 
     Scheduled off-peak by cron, or, with `after`, on the asset of the deployment's keyspace that a DAG emits through
     that alias when it ended well on it (no cron: the DAG waits for it)."""
-    if after is not None:
-        schedule = [keyspace_asset(after, deployment_keyspace())]
-    elif cron_variable:
-        schedule = schedule_from_environment(cron_variable)
-    else:
-        raise ValueError(f"{dag_id}: give a cron setting (cron_variable) or the alias to run after")
     with _repair_dag(
         dag_id=dag_id,
         description=f"Check and repair {title}, gated by Great Expectations",
         doc_md=doc_md,
-        schedule=schedule,
+        schedule=_cron_or_asset(dag_id, cron_variable, after),
         form_title=title,
         tags=list(targets),
         alert_title="a check or repair failed",
         priority_weight=priority_weight,
     ) as dag:
-        verifications = []
-        for target, target_title in targets.items():
-            check = _spark_job(task_id=f"check_{target}", target=target, mode="check", doc_md=f"Check {target_title}")
-            anything_to_repair = ShortCircuitOperator(
-                task_id=f"anything_to_repair_{target}",
-                python_callable=something_to_repair,
-                op_kwargs={"check_step": f"check_{target}"},
-                ignore_downstream_trigger_rules=False,
-            )
-            repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair", scan_step=f"check_{target}")
-            verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify", scan_step=f"check_{target}")
-            check >> anything_to_repair >> repair >> verify
-            verifications.append(verify)
+        verifications = [_target_branch(target, target_title) for target, target_title in targets.items()]
         verifications >> _branch_report()
     return dag
+
+
+def _cron_or_asset(dag_id: str, cron_variable: str | None, after: AssetAlias | None):
+    """The asset of the deployment's keyspace announced through `after`, else the cron of `cron_variable`."""
+    if after is not None:
+        return [keyspace_asset(after, deployment_keyspace())]
+    if cron_variable:
+        return schedule_from_environment(cron_variable)
+    raise ValueError(f"{dag_id}: give a cron setting (cron_variable) or the alias to run after")
+
+
+def _target_branch(target: str, target_title: str) -> ConsistencyJobOperator:
+    """One target's branch: check_<target> -> anything_to_repair_<target> -> repair_<target> -> verify_<target>,
+    the last returned."""
+    check = _spark_job(task_id=f"check_{target}", target=target, mode="check", doc_md=f"Check {target_title}")
+    anything_to_repair = ShortCircuitOperator(
+        task_id=f"anything_to_repair_{target}",
+        python_callable=something_to_repair,
+        op_kwargs={"check_step": f"check_{target}"},
+        ignore_downstream_trigger_rules=False,
+    )
+    repair = _spark_job(task_id=f"repair_{target}", target=target, mode="repair", scan_step=f"check_{target}")
+    verify = _spark_job(task_id=f"verify_{target}", target=target, mode="verify", scan_step=f"check_{target}")
+    check >> anything_to_repair >> repair >> verify
+    return verify
 
 
 def independent_repairs_dag(

@@ -87,67 +87,109 @@ def load_suite(name: str):
 
 def validate(frame, suite_name: str, parameters: dict | None = None, asset: str | None = None) -> GateResult:
     """Validate a Spark DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
-    import great_expectations as gx
+    checkpoint = gate_checkpoint(suite_name, asset or suite_name)
+    # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
+    # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
+    prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
+    result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
+    root = gx_root() / "gx" / "uncommitted"
+    return GateResult(
+        name=suite_name,
+        success=bool(result.success),
+        evaluated=evaluated(result),
+        failed_expectations=failures(result),
+        results_dir=str(root / "validations" / suite_name),
+        data_docs=str(root / "data_docs" / "local_site" / "index.html"),
+    )
 
-    context = _context()
+
+# ---- the named GX objects, created once per process and GX root -----------------------------------------------------
+
+_SUITES: dict = {}
+_CHECKPOINTS: dict = {}
+
+
+def gate_checkpoint(suite_name: str, asset_name: str):
+    """The checkpoint that validates a whole DataFrame of `asset_name` against the suite: one validation definition
+    and checkpoint per (suite, asset), as projections of one truth share its suite; built on the first gate of this
+    process (from the repository's suite) and reused by the next ones."""
+    key = (str(gx_root()), suite_name, asset_name)
+    if key not in _CHECKPOINTS:
+        import great_expectations as gx
+
+        context = _context()
+        name = suite_name if asset_name == suite_name else f"{suite_name}-{asset_name}"
+        definition = context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=_whole_dataframe(context, asset_name), suite=_suite(suite_name))
+        )
+        _CHECKPOINTS[key] = context.checkpoints.add_or_update(
+            gx.Checkpoint(
+                name=name,
+                validation_definitions=[definition],
+                actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
+                result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
+            )
+        )
+    return _CHECKPOINTS[key]
+
+
+def _suite(name: str):
+    """The suite as the repository's `expectations/` holds it, saved into the context once."""
+    key = (str(gx_root()), name)
+    if key not in _SUITES:
+        _SUITES[key] = _context().suites.add_or_update(load_suite(name))
+    return _SUITES[key]
+
+
+def _whole_dataframe(context, asset_name: str):
+    """The batch definition `whole` of the Spark DataFrame asset `asset_name` (data source `spark`), fetched by name
+    or added."""
     try:
         source = context.data_sources.get("spark")
     except (KeyError, LookupError, ValueError):
         source = context.data_sources.add_spark(name="spark")
-    asset_name = asset or suite_name
     try:
         data_asset = source.get_asset(asset_name)
     except LookupError:
         data_asset = source.add_dataframe_asset(name=asset_name)
     try:
-        batch = data_asset.get_batch_definition("whole")
+        return data_asset.get_batch_definition("whole")
     except (KeyError, LookupError):
-        batch = data_asset.add_batch_definition_whole_dataframe("whole")
-    suite = context.suites.add_or_update(load_suite(suite_name))
-    # One validation definition and checkpoint per (suite, asset): projections of one truth share its suite.
-    name = suite_name if asset_name == suite_name else f"{suite_name}-{asset_name}"
-    definition = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=name, data=batch, suite=suite)
-    )
-    checkpoint = context.checkpoints.add_or_update(
-        gx.Checkpoint(
-            name=name,
-            validation_definitions=[definition],
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
-            result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
+        return data_asset.add_batch_definition_whole_dataframe("whole")
+
+
+# ---- reading a checkpoint's result ----------------------------------------------------------------------------------
+
+
+def _expectation_results(result):
+    return [expectation for validation in result.run_results.values() for expectation in validation.results]
+
+
+def evaluated(result) -> int:
+    """How many expectations a checkpoint result judged."""
+    return len(_expectation_results(result))
+
+
+def failures(result) -> list[dict]:
+    """Each failed expectation of a checkpoint result: its type, the column (or columns, or description) it judged,
+    what was observed (the number of unexpected rows, or the observed value) and a sample of at most 10 values."""
+    found = []
+    for expectation in _expectation_results(result):
+        if expectation.success:
+            continue
+        details = expectation.result or {}
+        config = expectation.expectation_config
+        kwargs = config.kwargs
+        found.append(
+            {
+                "expectation": config.type,
+                "target": kwargs.get("column") or kwargs.get("column_list") or config.description or "table",
+                "observed": details.get("unexpected_count", details.get("observed_value")),
+                "sample": _plain(details.get("partial_unexpected_list") or [])[:10],
+                "description": config.description,
+            }
         )
-    )
-    # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
-    # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
-    prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
-    result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
-    failures, evaluated = [], 0
-    for validation in result.run_results.values():
-        for expectation in validation.results:
-            evaluated += 1
-            if expectation.success:
-                continue
-            details = expectation.result or {}
-            config = expectation.expectation_config
-            kwargs = config.kwargs
-            failures.append(
-                {
-                    "expectation": config.type,
-                    "target": kwargs.get("column") or kwargs.get("column_list") or config.description or "table",
-                    "observed": details.get("unexpected_count", details.get("observed_value")),
-                    "sample": _plain(details.get("partial_unexpected_list") or [])[:10],
-                    "description": config.description,
-                }
-            )
-    root = gx_root() / "gx" / "uncommitted"
-    return GateResult(
-        name=suite_name,
-        success=bool(result.success),
-        evaluated=evaluated,
-        failed_expectations=failures,
-        results_dir=str(root / "validations" / suite_name),
-        data_docs=str(root / "data_docs" / "local_site" / "index.html"),
-    )
+    return found
 
 
 def _plain(values):

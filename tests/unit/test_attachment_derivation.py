@@ -4,7 +4,7 @@ references that cannot be fixed (content lost), and what counts as consistent (a
 import json
 
 from james_consistency.engine.diff import compare, inconsistencies
-from james_consistency.projections import projection_spec
+from james_consistency.projections import attachments, projection_spec
 from james_consistency.projections.attachments import attachment_uuid, finish_report
 from pyspark.testing.utils import assertDataFrameEqual
 
@@ -147,4 +147,30 @@ def test_the_attachment_truth_health_counts_references_without_a_message_or_an_a
     assertDataFrameEqual(
         truth.agg(*spec.health.metrics()),
         spark.createDataFrame([(1, 2)], "null_messageid long, null_attachment_id long"),
+    )
+
+
+TRUTH = "idasuuid string, messageid string, attachmentid string, row_present string, blobid string"
+
+
+def test_only_references_to_an_attachment_row_with_a_blob_id_are_projected(spark):
+    truth = spark.createDataFrame(
+        [
+            ("u1", "m2", "a1", "u1", "blob-1"),
+            ("u1", "m1", "a1", "u1", "blob-1"),  # two messages: the 3.6+ row holds the smallest id
+            ("u2", "m3", "a2", None, None),  # the attachment row is gone
+            ("u3", "m4", "a3", "u3", None),  # the row has no blob id
+        ],
+        TRUTH,
+    )
+
+    assertDataFrameEqual(
+        attachments.attachment_message_ids(truth),
+        spark.createDataFrame([("u1", "m1")], "idasuuid string, message_id string"),
+    )
+    assertDataFrameEqual(
+        attachments.attachment_message_id_rows(truth),
+        spark.createDataFrame(
+            [("u1", "m2", "a1"), ("u1", "m1", "a1")], "attachmentidasuuid string, messageid string, attachmentid string"
+        ),
     )

@@ -2,7 +2,7 @@
 and what counts as consistent (an absent counter reads as zero)."""
 
 from james_consistency.engine.diff import compare, inconsistencies
-from james_consistency.projections import projection_spec
+from james_consistency.projections import counters, projection_spec
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual
 
@@ -111,23 +111,21 @@ def quota_tables(spark, generation: str) -> dict:
     return {"mailbox": mailboxes, "mailboxPathV2": paths, "imapUidTable": messages, "messageV2": metadata}
 
 
+def quota_values(spark, usage: list[tuple]):
+    """quotaCurrentValue's two MAILBOX rows, count and size, of each (root, messages, octets)."""
+    rows = [
+        (root, "MAILBOX", kind, value)
+        for root, count, size in usage
+        for kind, value in (("count", count), ("size", size))
+    ]
+    return spark.createDataFrame(rows, "identifier string, quotacomponent string, quotatype string, currentvalue long")
+
+
 def test_quota_current_value_holds_each_users_messages_and_octets_as_mailbox_count_and_size_rows(spark):
     spec = projection_spec("quotas", "3.9", keyspace_tables=frozenset({"quotacurrentvalue"}))
     truth = spec.truth.scan(reader(quota_tables(spark, "3.9")))
 
-    expected = spark.createDataFrame(
-        [
-            (BOB, "MAILBOX", "count", 4),
-            (BOB, "MAILBOX", "size", 165),
-            (ALICE, "MAILBOX", "count", 1),
-            (ALICE, "MAILBOX", "size", 7),
-            (CAROL, "MAILBOX", "count", 0),
-            (CAROL, "MAILBOX", "size", 0),
-            (DAVE, "MAILBOX", "count", 1),
-            (DAVE, "MAILBOX", "size", 3),
-        ],
-        "identifier string, quotacomponent string, quotatype string, currentvalue long",
-    )
+    expected = quota_values(spark, [(BOB, 4, 165), (ALICE, 1, 7), (CAROL, 0, 0), (DAVE, 1, 3)])
     assertDataFrameEqual(spec.derive(truth), expected)
 
 
@@ -228,8 +226,99 @@ def test_a_mailbox_row_without_owner_is_counted_for_the_user_its_path_names_or_f
     }
     truth = spec.truth.scan(reader(tables))
 
-    expected = spark.createDataFrame(
-        [(BOB, "MAILBOX", "count", 2), (BOB, "MAILBOX", "size", 110)],
-        "identifier string, quotacomponent string, quotatype string, currentvalue long",
+    assertDataFrameEqual(spec.derive(truth), quota_values(spark, [(BOB, 2, 110)]))
+
+
+# ---- the quota frames and the shared recount, each on its own -------------------------------------------------------
+
+MAILBOX_ROWS = "id string, mailboxbase struct<namespace: string, user: string>"
+PATH_ROWS = "namespace string, user string, mailboxid string"
+
+
+def test_a_mailbox_belongs_to_the_owner_its_row_names_else_to_the_user_its_path_names_else_to_nobody(spark):
+    mailboxes = spark.createDataFrame(
+        [
+            ("A", ("#private", "bob@domain.tld")),  # row and path agree
+            ("B", ("#private", "dave@domain.tld")),  # registered under erin's path: the row wins
+            ("X", ("#private", None)),  # a row without whole owner: its path names bob
+            ("Y", None),  # no owner anywhere: nobody's quota
+        ],
+        MAILBOX_ROWS,
     )
-    assertDataFrameEqual(spec.derive(truth), expected)
+    paths = spark.createDataFrame(
+        [
+            ("#private", "bob@domain.tld", "A"),
+            ("#private", "bob@domain.tld", "A"),  # registered twice: once
+            ("#private", "erin@domain.tld", "B"),
+            ("#private", "bob@domain.tld", "X"),
+            ("#private", "alice@domain.tld", "C"),  # C's row is lost: the path names alice
+        ],
+        PATH_ROWS,
+    )
+
+    assertDataFrameEqual(
+        counters.quota_owners(mailboxes, paths),
+        spark.createDataFrame(
+            [("A", BOB), ("B", DAVE), ("X", BOB), ("C", ALICE)], "mailboxid string, quotaroot string"
+        ),
+    )
+
+
+def test_a_root_uses_its_messages_and_octets_a_message_of_unknown_size_counts_no_octet(spark):
+    truth = spark.createDataFrame(
+        [
+            (BOB, "A", "m1", 100),
+            (BOB, "A", "m2", None),  # size unknown
+            (ALICE, "D", "m3", None),  # only a message of unknown size
+            (CAROL, "E", None, None),  # a mailbox without message
+        ],
+        "quotaroot string, mailboxid string, messageid string, fullcontentoctets long",
+    )
+
+    assertDataFrameEqual(
+        counters.quota_usage(truth),
+        spark.createDataFrame(
+            [(BOB, 2, 100), (ALICE, 1, 0), (CAROL, 0, 0)], "quotaroot string, messagecount long, storage long"
+        ),
+    )
+    assertDataFrameEqual(
+        counters.quota_current_values(truth), quota_values(spark, [(BOB, 2, 100), (ALICE, 1, 0), (CAROL, 0, 0)])
+    )
+
+
+class LiveUsage:
+    """Stands for the live recount of a quota root: counts the recounts, each giving a new usage."""
+
+    def __init__(self):
+        self.recounted = []
+
+    def of(self, root: str):
+        def recount():
+            self.recounted.append(root)
+            return len(self.recounted), 10 * len(self.recounted)
+
+        return recount
+
+
+def test_both_rows_of_a_root_share_one_recount_whichever_comes_first_and_interleaved_with_other_roots():
+    live, recounts = LiveUsage(), counters.RootRecounts()
+
+    seen = [
+        recounts.usage(root, kind, live.of(root))
+        for root, kind in [(BOB, "size"), (ALICE, "count"), (BOB, "count"), (ALICE, "size")]
+    ]
+
+    assert live.recounted == [BOB, ALICE]
+    assert seen == [(1, 10), (2, 20), (1, 10), (2, 20)], "count and size of a root from the same recount"
+
+
+def test_a_row_rechecked_again_is_recounted_and_a_root_waits_for_its_other_row_only_so_long():
+    live, recounts = LiveUsage(), counters.RootRecounts(waiting=1)
+
+    again = [recounts.usage(BOB, "count", live.of(BOB)) for _ in range(2)]
+    recounts.usage(ALICE, "count", live.of(ALICE))  # bob's recount no longer waits
+    late = recounts.usage(BOB, "size", live.of(BOB))
+
+    assert again == [(1, 10), (2, 20)], "never the usage a row already took"
+    assert late == (4, 40)
+    assert live.recounted == [BOB, BOB, ALICE, BOB]

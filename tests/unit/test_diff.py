@@ -8,6 +8,8 @@ from james_consistency.engine.diff import (
     normalize_empty_collections,
     plan_metrics,
 )
+from james_consistency.engine.run import diff_with_truth
+from james_consistency.projections import projection_spec
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual
 
@@ -137,3 +139,17 @@ def test_plan_metrics_count_equivalent_rows_as_processed_not_as_fixes(spark):
             [(2, 2, 0, 0, 0)], "expected_rows long, projection_rows long, missing long, outdated long, orphan long"
         ),
     )
+
+
+def test_a_scan_diffs_what_the_truth_derives_with_the_projection_under_the_specs_equivalence(spark):
+    spec = projection_spec("counters", "3.9")
+    truth = spark.createDataFrame(
+        [("A", "m1", False), ("A", "m2", True), ("B", None, None)],  # B: a mailbox without message
+        "mailboxid string, messageid string, flagseen boolean",
+    )
+    projection = spark.createDataFrame([("A", 2, 0), ("C", 0, 0)], "mailboxid string, count long, unseen long")
+
+    found = inconsistencies(diff_with_truth(spec, truth, projection))
+
+    # B's absent counter and C's zero one are equivalent to none: only A's unseen count is off.
+    assertDataFrameEqual(found.select("mailboxid", "kind"), [("A", "outdated")])

@@ -1,6 +1,14 @@
-"""The trigger form's values become the reconcile job's command line (what spark-submit runs)."""
+"""The trigger form's values become the reconcile job's command line (what spark-submit runs), and that command line the
+run's options; a run's status becomes the job's exit code, its report a file and a few lines on stdout."""
 
+import json
+from datetime import UTC, datetime
+
+import pytest
 from james_airflow.operators import job_arguments
+from james_consistency.engine.job import build_parser, exit_code, publish, run_options
+from james_consistency.engine.run import RunOptions
+from james_consistency.errors import OperatorError
 
 FORM = {
     "keyspace": "james_prod",
@@ -38,8 +46,6 @@ def test_a_dry_run_turns_the_repair_into_a_check_and_verify_stays_a_verify():
 
 
 def test_the_first_job_scans_in_ranges_until_the_window_ends_and_the_later_ones_reuse_its_scan():
-    from datetime import UTC, datetime
-
     from james_airflow.operators import RunScan
 
     until = datetime(2026, 11, 24, 5, 30, tzinfo=UTC)
@@ -59,3 +65,65 @@ def test_the_first_job_scans_in_ranges_until_the_window_ends_and_the_later_ones_
     ]
     # A dry run's repair is a check of its own: it keeps no scan for anyone.
     assert "--reuse-scan" not in job_arguments("messages", "repair", {**FORM, "dry_run": True}, "r.json", reusing)
+
+
+# ---- the job's side: its command line becomes the run's options, its report's status the exit code ----------------
+
+
+def test_the_jobs_command_line_becomes_the_runs_options():
+    command = job_arguments("messages", "repair", {**FORM, "allow_destructive": True}, "r.json")
+    args = build_parser().parse_args([*command, "--until", "2026-11-24T05:30:00+00:00", "--max-ranges", "8"])
+
+    assert run_options(args) == RunOptions(
+        target="messages",
+        keyspace="james_prod",
+        mode="repair",
+        messages_per_second=200,
+        recheck_delay_seconds=30,
+        truth_consistency="SERIAL",
+        max_destructive_share=0.05,
+        allow_destructive=True,
+        until=datetime(2026, 11, 24, 5, 30, tzinfo=UTC).timestamp(),
+        max_ranges=8,
+    )
+
+
+def test_an_until_that_is_no_time_is_bad_input_before_any_spark():
+    args = build_parser().parse_args(
+        ["--target", "messages", "--keyspace", "james", "--report", "r", "--until", "soon"]
+    )
+
+    with pytest.raises(OperatorError, match="'soon' is neither an ISO 8601 time nor HH:MM"):
+        run_options(args)
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [("COMPLETED", 0), ("NOT_APPLICABLE", 0), ("PARTIAL", 3), ("WINDOW_ENDED", 6)],
+)
+def test_the_status_of_a_run_that_ended_with_a_report_is_its_exit_code(status, code):
+    assert exit_code(status) == code
+
+
+def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_the_quiet_ones_and_where_it_is(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("AIRFLOW__METRICS__STATSD_ON", raising=False)
+    monkeypatch.delenv("AIRFLOW__METRICS__OTEL_ON", raising=False)
+    report = {
+        "status": "FAILED",
+        "gates": [
+            {"name": "mailbox_health", "success": True, "failed_expectations": []},
+            {"name": "mailbox_nothing_to_do", "success": False, "failed_expectations": ["found something"]},
+            {"name": "mailbox_repaired", "success": False, "failed_expectations": [{"target": "kind"}]},
+        ],
+    }
+
+    publish(report, tmp_path / "reports" / "r.json", lambda r: f"summary: {r['status']}", ("mailbox_nothing_to_do",))
+
+    assert json.loads((tmp_path / "reports" / "r.json").read_text()) == report
+    assert capsys.readouterr().out.splitlines() == [
+        "summary: FAILED",
+        "gate mailbox_repaired FAILED: [{'target': 'kind'}]",
+        f"report: {tmp_path / 'reports' / 'r.json'}",
+    ]

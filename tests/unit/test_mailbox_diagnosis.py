@@ -189,3 +189,175 @@ def test_kind_counts_give_one_figure_per_kind(spark):
     counts = findings.agg(*d.kind_counts(findings)).first().asDict()
 
     assert counts == {**dict.fromkeys(d.KINDS, 0), d.ORPHAN_PATH: 2, d.TWO_IDS_ONE_PATH: 1}
+
+
+# ---- the intermediate frames of the diagnosis, each on its own ------------------------------------------------------
+
+PATHS_ONLY = "namespace string, user string, name string"
+MAILBOX_FINDING = "kind string, mailboxId string, name string, registeredId string, registrations long"
+
+
+def test_the_registered_id_of_each_path_and_the_path_each_row_names(spark):
+    mailboxes, paths, _ = frames(spark, rows=[("r1", "Old")], registrations=[("New", "r1", 2)], messages=[])
+
+    assertDataFrameEqual(
+        d.registered_ids(paths),
+        spark.createDataFrame([("#private", "u", "New", "r1")], f"{PATHS_ONLY}, registeredId string"),
+    )
+    assertDataFrameEqual(
+        d.row_paths(mailboxes).select("mailboxId", "mailboxRowPath.name"),
+        spark.createDataFrame([("r1", "Old")], "mailboxId string, name string"),
+    )
+
+
+def test_a_mailbox_row_is_an_orphan_outdated_or_on_another_ids_path_unless_claimed_or_registered_twice(spark):
+    mailboxes, paths, _ = frames(
+        spark,
+        rows=[
+            ("o1", "Orphan"),  # no path registers o1: orphan-mailbox
+            ("r1", "Old"),  # r1 registered under New, Old is free: mailbox-path-outdated
+            ("a1", "A"),  # A registers b1: path-points-to-another-id
+            ("c1", "INBOX"),  # consistent
+            ("t1", "T1"),  # registered twice: left to one-id-two-paths
+            ("s1", "Shared"),  # claimed twice: left to two-ids-one-path
+            ("s2", "Shared"),
+        ],
+        registrations=[("New", "r1", 1), ("A", "b1", 1), ("INBOX", "c1", 1), ("T1", "t1", 1), ("T2", "t1", 2)],
+        messages=[],
+    )
+
+    found = d.mailbox_findings(mailboxes, d.registered_ids(paths), d.claims(mailboxes), d.registrations(paths))
+
+    assertDataFrameEqual(
+        found.select("kind", "mailboxId", "name", "registeredId", "registrations"),
+        spark.createDataFrame(
+            [
+                (d.ORPHAN_MAILBOX, "o1", "Orphan", None, 0),
+                (d.MAILBOX_PATH_OUTDATED, "r1", "Old", None, 1),
+                (d.PATH_POINTS_TO_ANOTHER_ID, "a1", "A", "b1", 0),
+            ],
+            MAILBOX_FINDING,
+        ),
+    )
+
+
+def test_an_orphan_path_is_a_registration_of_an_id_with_no_row_and_no_other_registration(spark):
+    mailboxes, paths, _ = frames(
+        spark,
+        rows=[("c1", "INBOX")],
+        registrations=[("Lost", "p1", 3), ("X", "p2", 1), ("Y", "p2", 2), ("INBOX", "c1", 1)],
+        messages=[],
+    )
+
+    found = d.orphan_paths(paths, d.row_paths(mailboxes), d.registrations(paths))
+
+    assertDataFrameEqual(
+        found.select("kind", "mailboxId", "name", "registeredId", "registrations", "paths.written"),
+        spark.createDataFrame(
+            [(d.ORPHAN_PATH, "p1", "Lost", "p1", 1, [3])], f"{MAILBOX_FINDING}, written array<bigint>"
+        ),
+    )
+
+
+def test_an_id_under_two_paths_is_found_at_its_rows_path_or_at_none_when_the_row_is_lost(spark):
+    mailboxes, paths, _ = frames(
+        spark,
+        rows=[("t1", "T1"), ("c1", "INBOX")],
+        registrations=[("T2", "t1", 9), ("T1", "t1", 5), ("X", "p2", 1), ("Y", "p2", 2), ("INBOX", "c1", 1)],
+        messages=[],
+    )
+
+    found = d.ids_under_two_paths(d.registrations(paths), d.row_paths(mailboxes))
+
+    assertDataFrameEqual(
+        found.select(
+            "kind", "mailboxId", "name", "registeredId", "registrations", F.col("paths.name").alias("registeredNames")
+        ),
+        spark.createDataFrame(
+            [
+                (d.ONE_ID_TWO_PATHS, "t1", "T1", "t1", 2, ["T1", "T2"]),
+                (d.ONE_ID_TWO_PATHS, "p2", None, "p2", 2, ["X", "Y"]),
+            ],
+            f"{MAILBOX_FINDING}, registeredNames array<string>",
+        ),
+    )
+
+
+def test_the_claimants_of_a_path_carry_their_messages_and_registrations_zero_when_they_have_none(spark):
+    mailboxes, paths, messages = frames(
+        spark,
+        rows=[("w", "Shared"), ("l", "Shared"), ("x", "Alone")],
+        registrations=[("Shared", "w", 1), ("Elsewhere", "l", 1), ("Alone", "x", 1)],
+        messages=[("w", 5)],
+    )
+
+    found = d.claimants(d.claims(mailboxes), d.registrations(paths), messages)
+
+    assertDataFrameEqual(
+        found.select("name", "claimants"),
+        spark.createDataFrame(
+            [("Shared", [("l", 0, 1), ("w", 5, 1)])], f"name string, claimants array<{d.CLAIMANT_STRUCT}>"
+        ),
+    )
+
+
+def test_two_ids_on_one_path_are_found_under_the_id_the_path_registers_or_under_none(spark):
+    mailboxes, paths, messages = frames(
+        spark,
+        rows=[("w", "Shared"), ("l", "Shared"), ("f1", "Free"), ("f2", "Free"), ("c1", "INBOX")],
+        registrations=[("Shared", "w", 1), ("INBOX", "c1", 1)],
+        messages=[],
+    )
+
+    found = d.two_ids(d.claims(mailboxes), d.registered_ids(paths), d.registrations(paths), messages)
+
+    assertDataFrameEqual(
+        found.select("kind", "mailboxId", "name", "registeredId", F.col("claimants.mailboxId").alias("claimantIds")),
+        spark.createDataFrame(
+            [
+                (d.TWO_IDS_ONE_PATH, "w", "Shared", "w", ["l", "w"]),
+                (d.TWO_IDS_ONE_PATH, None, "Free", None, ["f1", "f2"]),
+            ],
+            "kind string, mailboxId string, name string, registeredId string, claimantIds array<string>",
+        ),
+    )
+
+
+def test_each_finding_gets_its_path_as_james_writes_it_its_ids_row_path_and_message_count(spark):
+    mailboxes, _, messages = frames(spark, rows=[("p1", "Renamed")], registrations=[], messages=[("p1", 3)])
+    findings = spark.createDataFrame(
+        [
+            (d.ORPHAN_PATH, "p1", "#private", "u", "Lost", "p1", None),
+            (d.ORPHAN_MAILBOX, "o1", "#private", "u", "O", None, ("#private", "u", "O")),
+        ],
+        f"kind string, mailboxId string, {PATHS_ONLY}, registeredId string, "
+        "mailboxRowPath struct<namespace: string, user: string, name: string>",
+    ).select(
+        "*",
+        *(
+            F.lit(None).cast(f"array<{struct}>").alias(name)
+            for name, struct in (("paths", d.PATH_STRUCT), ("claimants", d.CLAIMANT_STRUCT))
+        ),
+    )
+
+    found = d.with_context(findings, d.row_paths(mailboxes), messages)
+
+    assertDataFrameEqual(
+        found.select(
+            "kind",
+            "mailboxId",
+            "mailboxPath",
+            F.col("mailboxRowPath.name").alias("rowName"),
+            "paths",
+            "claimants",
+            "messages",
+        ),
+        spark.createDataFrame(
+            [
+                (d.ORPHAN_PATH, "p1", "#private:u:Lost", "Renamed", [], [], 3),  # the row of the id, found by id
+                (d.ORPHAN_MAILBOX, "o1", "#private:u:O", "O", [], [], 0),
+            ],
+            f"kind string, mailboxId string, mailboxPath string, rowName string, paths array<{d.PATH_STRUCT}>, "
+            f"claimants array<{d.CLAIMANT_STRUCT}>, messages long",
+        ),
+    )

@@ -32,26 +32,35 @@ def candidates_by_key(spec: ProjectionSpec, found: DataFrame, truth: DataFrame) 
 
     Hints come from both sides of the diff, or, for a projection without them, from the spec's locator over every
     truth row at the key (grouped per key before the join: a per-mailbox projection has many truth rows per key)."""
-    expected_rows = F.count(F.col(EXPECTED_PREFIX + PRESENCE)).alias("expected_rows_at_key")
     locate = spec.hints.locate if spec.hints else None
     if locate is None:
-        hints = [
-            F.array_distinct(
-                F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
-            ).alias(name + "_seen")
-            for name in spec.hint_columns
-        ]
-        identity = [
-            F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(
-                name
-            )
-            for name in spec.sample.columns
-            if name not in spec.key
-        ]
-        return found.groupBy(*spec.key).agg(_kind().alias("kind"), expected_rows, *hints, *identity)
+        return _with_hints_from_the_diff(spec, found)
+    return _with_located_hints(spec, found, locate(truth))
 
-    per_key = found.groupBy(*spec.key).agg(_kind().alias("kind"), expected_rows)
-    located = locate(truth).select(*spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns))
+
+def _expected_rows() -> "F.Column":
+    """How many truth rows derive a row at the key (more than one: a broken truth)."""
+    return F.count(F.col(EXPECTED_PREFIX + PRESENCE)).alias("expected_rows_at_key")
+
+
+def _with_hints_from_the_diff(spec: ProjectionSpec, found: DataFrame) -> DataFrame:
+    hints = [
+        F.array_distinct(
+            F.flatten(F.collect_list(F.array(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name))))
+        ).alias(name + "_seen")
+        for name in spec.hint_columns
+    ]
+    identity = [
+        F.first(F.coalesce(F.col(EXPECTED_PREFIX + name), F.col(ACTUAL_PREFIX + name)), ignorenulls=True).alias(name)
+        for name in spec.sample.columns
+        if name not in spec.key
+    ]
+    return found.groupBy(*spec.key).agg(_kind().alias("kind"), _expected_rows(), *hints, *identity)
+
+
+def _with_located_hints(spec: ProjectionSpec, found: DataFrame, located: DataFrame) -> DataFrame:
+    per_key = found.groupBy(*spec.key).agg(_kind().alias("kind"), _expected_rows())
+    located = located.select(*spec.key, *(F.col(name).alias(LOCATED + name) for name in spec.hint_columns))
     empty = F.array().cast("array<string>")
     return (
         per_key.join(located, on=list(spec.key), how="left")

@@ -14,8 +14,10 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 
 from james_consistency.cql import CassandraSettings
+from james_consistency.engine.reports import summary_line, write_report
 from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.exit_codes import (
     EXIT_BAD_INPUT,
@@ -90,28 +92,30 @@ def settings_from_spark(spark) -> CassandraSettings:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for noisy in ("great_expectations", "py4j", "cassandra"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging()
     args = build_parser().parse_args(argv)
     if not args.no_gates:
         # Great Expectations takes seconds to import: let that happen while the Spark JVM starts and scans (a later
         # import waits for this one to finish).
         threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
-
-    from pyspark.sql import SparkSession
-
-    from james_consistency.engine.ranges import parse_until
-    from james_consistency.engine.reports import summary_line, write_report
-    from james_consistency.engine.run import PARTIAL, WINDOW_ENDED, GateFailed, RunFailed, RunOptions, execute
-
     try:
-        until = parse_until(args.until) if args.until else None
+        options = run_options(args)
     except OperatorError as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
+        print_error(error)
         return EXIT_BAD_INPUT
+    report, code = _run(spark_session(f"james-consistency-{args.mode}-{args.target}"), options)
+    if report is not None:
+        publish(report, args.report, summary_line)
+    return code
 
-    options = RunOptions(
+
+def run_options(args: argparse.Namespace):
+    """The run's options as the command line gives them; OperatorError for an --until that is no time."""
+    from james_consistency.engine.ranges import parse_until
+    from james_consistency.engine.run import RunOptions
+
+    until = parse_until(args.until) if args.until else None
+    return RunOptions(
         target=args.target,
         keyspace=args.keyspace,
         mode=args.mode,
@@ -132,41 +136,74 @@ def main(argv: list[str] | None = None) -> int:
         fresh=args.fresh,
         work_root=args.work_root,
     )
+
+
+def _run(spark, options) -> tuple[dict | None, int]:
+    """The run's report and exit code; no report when the run stopped before it had one (said on stderr). The Spark
+    session is stopped either way."""
+    from james_consistency.engine.run import GateFailed, RunFailed, execute
+
+    try:
+        report = execute(spark, settings_from_spark(spark), options)
+    except GateFailed as failure:
+        return failure.report, EXIT_GATE_FAILED
+    except RunFailed as failure:
+        print_error(failure.report["error"])
+        return failure.report, EXIT_RUN_FAILED
+    except NodeUnreachable as error:
+        print_error(error)
+        return None, EXIT_RUN_FAILED
+    except OperatorError as error:
+        print_error(error)
+        return None, EXIT_BAD_INPUT
+    finally:
+        spark.stop()
+    return report, exit_code(report["status"])
+
+
+def exit_code(status: str) -> int:
+    """The exit code of a run that ended with a report: PARTIAL 3, WINDOW_ENDED 6, any other 0 (a failed gate or run
+    raises instead)."""
+    from james_consistency.engine.run import PARTIAL, WINDOW_ENDED
+
+    return {PARTIAL: EXIT_PARTIAL, WINDOW_ENDED: EXIT_WINDOW_ENDED}.get(status, EXIT_COMPLETED)
+
+
+# ---- shared with the mailbox repair's entry point -----------------------------------------------------------------
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("great_expectations", "py4j", "cassandra"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def print_error(error) -> None:
+    print(f"james-consistency: error: {error}", file=sys.stderr)
+
+
+def spark_session(app_name: str):
+    """The job's Spark session. The password and truststore password come from the job's environment, never from its
+    command line."""
+    from pyspark.sql import SparkSession
+
     from james_consistency.spark_env import connector_secrets
 
-    builder = SparkSession.builder.appName(f"james-consistency-{args.mode}-{args.target}")
-    # The password and truststore password come from the job's environment, never from its command line.
+    builder = SparkSession.builder.appName(app_name)
     for key, value in connector_secrets(CassandraSettings.from_env()).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
-    code = EXIT_COMPLETED
-    try:
-        report = execute(spark, settings_from_spark(spark), options)
-        if report["status"] == PARTIAL:
-            code = EXIT_PARTIAL
-        elif report["status"] == WINDOW_ENDED:
-            code = EXIT_WINDOW_ENDED
-    except GateFailed as failure:
-        report = failure.report
-        code = EXIT_GATE_FAILED
-    except RunFailed as failure:
-        report = failure.report
-        code = EXIT_RUN_FAILED
-        print(f"james-consistency: error: {report['error']}", file=sys.stderr)
-    except NodeUnreachable as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    except OperatorError as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    finally:
-        spark.stop()
-    path = write_report(report, args.report)
+    return spark
+
+
+def publish(report: dict, path: str, summary: Callable[[dict], str], quiet_gates: tuple[str, ...] = ()) -> None:
+    """The report written to `path` and its figures emitted, then on stdout: its summary line, each failed gate (but
+    the `quiet_gates`, whose failure is an answer, not a fault) and where the report is."""
+    written = write_report(report, path)
     emit_metrics(report)  # to StatsD / OpenTelemetry when Airflow's [metrics] settings say so (never fails the job)
-    print(summary_line(report))
+    print(summary(report))
     for gate in report.get("gates", []):
-        if not gate["success"]:
+        if not gate["success"] and gate["name"] not in quiet_gates:
             print(f"gate {gate['name']} FAILED: {gate['failed_expectations']}")
-    print(f"report: {path}")
-    return code
+    print(f"report: {written}")

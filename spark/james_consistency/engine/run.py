@@ -23,6 +23,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -309,51 +310,23 @@ def _keep_scan_figures(spark: SparkSession) -> None:
 def scan(run: Run) -> Scan:
     """The truth and the projection scanned once; the diff's candidates written to the work folder, the truth's health
     and the plan measured on the way. Kept for a repair or verify that reuses it."""
-    spec, spark, options = run.spec, run.spark, run.options
-
-    def read(table: str, columns: tuple[str, ...]) -> DataFrame:
-        connector_scan = read_table(spark, run.keyspace, table, columns)
-        return run.ranged.table(table, connector_scan) if run.ranged else connector_scan
-
+    spec = run.spec
     with _stage(run, "scan"):
-        if options.ranged or (not options.fresh and Journal(run.settings, spec.name, run.keyspace).unfinished()):
-            run.ranged = RangedScan(
-                spark,
-                run.settings,
-                spec.name,
-                run.keyspace,
-                options.truth_consistency,
-                Window(options.until, options.max_ranges),
-                ranges=options.ranges or 0,
-                fresh=options.fresh,
-                work_root=options.work_root or str(LOCAL_DIR / "runs"),
-            )
+        if _scans_in_ranges(run):
+            run.ranged = _ranged_scan(run)
             run.ranged.start((*spec.truth.tables, spec.projection_table))
-        truth = spec.truth.scan(read)
-        projection = read(spec.projection_table, spec.columns)
-        if spec.projection.view is not None:
-            projection = spec.projection.view(projection)
+        truth = spec.truth.scan(partial(_read, run))
+        projection = _read_projection(run)
         truth_health = Observation(f"truth-{run.run_id}")
         observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
-        equivalent = spec.projection.equivalent
-        compared = compare(
-            spec.derive(observed_truth),
-            projection,
-            spec.key,
-            spec.value_columns,
-            equivalent() if equivalent else None,
-        )
+        compared = diff_with_truth(spec, observed_truth, projection)
         unreadable, unreadable_errors = 0, []
         if spec.unreadable is not None:
             compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
         plan_figures = Observation(f"plan-{run.run_id}")
         keys = Observation(f"keys-{run.run_id}")
-        found = with_sample(
-            compared.observe(plan_figures, *plan_metrics(compared)), options.verify_sample_fraction, seed=7
-        )
-        candidates_by_key(spec, found, truth).observe(
-            keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
-        ).write.mode("overwrite").parquet(run.path("candidates"))
+        _write_candidates(run, compared.observe(plan_figures, *plan_metrics(compared)), truth, keys)
+        # The write above was the action over the observed frames: their Observations have their figures now.
         scanned = Scan(
             health={**truth_health.get, **keys.get},
             metrics=plan_figures.get,
@@ -363,8 +336,57 @@ def scan(run: Run) -> Scan:
             unreadable_errors=unreadable_errors,
             truth=truth,
         )
-        _write_json(spark, run.path("scan"), {"target": spec.name, "keyspace": run.keyspace, **scanned.kept()})
+        _write_json(run.spark, run.path("scan"), {"target": spec.name, "keyspace": run.keyspace, **scanned.kept()})
     return scanned
+
+
+def _scans_in_ranges(run: Run) -> bool:
+    """Token ranges asked for, or an unfinished ranged scan of this target and keyspace to resume (unless fresh)."""
+    options = run.options
+    return options.ranged or (not options.fresh and Journal(run.settings, run.spec.name, run.keyspace).unfinished())
+
+
+def _ranged_scan(run: Run) -> RangedScan:
+    options = run.options
+    return RangedScan(
+        run.spark,
+        run.settings,
+        run.spec.name,
+        run.keyspace,
+        options.truth_consistency,
+        Window(options.until, options.max_ranges),
+        ranges=options.ranges or 0,
+        fresh=options.fresh,
+        work_root=options.work_root or str(LOCAL_DIR / "runs"),
+    )
+
+
+def _read(run: Run, table: str, columns: tuple[str, ...]) -> DataFrame:
+    """A table as the run reads it: a connector scan, or, in a ranged scan, the rows its ranges kept."""
+    connector_scan = read_table(run.spark, run.keyspace, table, columns)
+    return run.ranged.table(table, connector_scan) if run.ranged else connector_scan
+
+
+def _read_projection(run: Run) -> DataFrame:
+    """The projection's columns, only the part of the table this repair owns (the spec's view)."""
+    spec = run.spec
+    projection = _read(run, spec.projection_table, spec.columns)
+    return spec.projection.view(projection) if spec.projection.view is not None else projection
+
+
+def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFrame) -> DataFrame:
+    """The projection the truth derives, compared with the one scanned, key by key."""
+    equivalent = spec.projection.equivalent
+    return compare(spec.derive(truth), projection, spec.key, spec.value_columns, equivalent() if equivalent else None)
+
+
+def _write_candidates(run: Run, compared: DataFrame, truth: DataFrame, keys: Observation) -> None:
+    """The diff's inconsistent keys, and a sample of its consistent ones for a verify, written to the work folder as
+    one candidate per key; `keys` counts the keys several truth rows claim."""
+    found = with_sample(compared, run.options.verify_sample_fraction, seed=7)
+    candidates_by_key(run.spec, found, truth).observe(
+        keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
+    ).write.mode("overwrite").parquet(run.path("candidates"))
 
 
 def kept_scan(run: Run) -> Scan:

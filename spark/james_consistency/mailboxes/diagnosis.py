@@ -161,20 +161,46 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
     mailboxes = mailboxes.where(~malformed_mailboxes(mailboxes))
     paths = paths.where(~malformed_paths(paths))
     registered = registrations(paths)
-    at_path = paths.select(*PATH, F.col("mailboxId").alias("registeredId"))
-    row_path = mailboxes.select("mailboxId", F.struct(*PATH).alias("mailboxRowPath"))
+    at_path = registered_ids(paths)
+    row_path = row_paths(mailboxes)
     realignable = registered_elsewhere(mailboxes, at_path, registered)
     # A realignable row is judged as that kind only: it no longer claims the path it names (so the registered
     # owner left alone there is consistent, not one of two ids on one path).
     mailboxes = mailboxes.join(realignable.select("mailboxId"), "mailboxId", "left_anti")
     claimed = claims(mailboxes)
-    count_of = F.coalesce(F.col("registrations"), F.lit(0).cast("long"))
+    findings = (
+        mailbox_findings(mailboxes, at_path, claimed, registered)
+        .unionByName(realignable, allowMissingColumns=True)
+        .unionByName(orphan_paths(paths, row_path, registered), allowMissingColumns=True)
+        .unionByName(ids_under_two_paths(registered, row_path), allowMissingColumns=True)
+        .unionByName(two_ids(claimed, at_path, registered, messages), allowMissingColumns=True)
+    )
+    return with_context(findings, row_path, messages)
 
+
+def registered_ids(paths: DataFrame) -> DataFrame:
+    """Per path: the id registered there, as registeredId."""
+    return paths.select(*PATH, F.col("mailboxId").alias("registeredId"))
+
+
+def row_paths(mailboxes: DataFrame) -> DataFrame:
+    """Per mailbox id: the path its mailbox row names, as the struct mailboxRowPath."""
+    return mailboxes.select("mailboxId", F.struct(*PATH).alias("mailboxRowPath"))
+
+
+def _registration_count() -> Column:
+    """An id's registrations, 0 for an id no path registers."""
+    return F.coalesce(F.col("registrations"), F.lit(0).cast("long"))
+
+
+def mailbox_findings(mailboxes: DataFrame, at_path: DataFrame, claimed: DataFrame, registered: DataFrame) -> DataFrame:
+    """The kinds judged from a mailbox row: orphan-mailbox, mailbox-path-outdated and path-points-to-another-id. A row
+    on a path two rows claim, or whose id two paths register, is left to two-ids-one-path and one-id-two-paths."""
     judged = (
         mailboxes.join(at_path, list(PATH), "left")
         .join(claimed.select(*PATH, "claims"), list(PATH), "left")
         .join(registered, "mailboxId", "left")
-        .withColumn("registrations", count_of)
+        .withColumn("registrations", _registration_count())
     )
     mailbox_kind = (
         F.when((F.col("claims") > 1) | (F.col("registrations") > 1), F.lit(None))
@@ -182,13 +208,17 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
         .when(F.col("registeredId").isNull(), F.lit(MAILBOX_PATH_OUTDATED))
         .when(F.col("registeredId") != F.col("mailboxId"), F.lit(PATH_POINTS_TO_ANOTHER_ID))
     )
-    mailbox_side = (
+    return (
         judged.withColumn("kind", mailbox_kind)
         .where(F.col("kind").isNotNull())
         .select("kind", "mailboxId", *PATH, "registeredId", "registrations", "paths")
     )
 
-    orphan_paths = (
+
+def orphan_paths(paths: DataFrame, row_path: DataFrame, registered: DataFrame) -> DataFrame:
+    """Path registrations whose id has no mailbox row and no other registration (an id registered twice is
+    one-id-two-paths)."""
+    return (
         paths.join(row_path, "mailboxId", "left_anti")
         .join(registered.select("mailboxId", "registrations"), "mailboxId")
         .where(F.col("registrations") == 1)
@@ -202,7 +232,10 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
         )
     )
 
-    two_paths = (
+
+def ids_under_two_paths(registered: DataFrame, row_path: DataFrame) -> DataFrame:
+    """Ids registered under two paths or more, at the path their mailbox row names (none when the row is lost)."""
+    return (
         registered.where(F.col("registrations") > 1)
         .join(row_path, "mailboxId", "left")
         .select(
@@ -216,7 +249,11 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
         )
     )
 
-    claimant = (
+
+def claimants(claimed: DataFrame, registered: DataFrame, messages: DataFrame) -> DataFrame:
+    """Per path two mailbox rows or more claim: the claimants (sorted), each with its message count and
+    registrations."""
+    return (
         claimed.where(F.col("claims") > 1)
         .select(*PATH, F.explode("claimantIds").alias("claimantId"))
         .join(messages.withColumnRenamed("mailboxId", "claimantId"), "claimantId", "left")
@@ -228,26 +265,32 @@ def diagnose(mailboxes: DataFrame, paths: DataFrame, messages: DataFrame) -> Dat
                     F.struct(
                         F.col("claimantId").alias("mailboxId"),
                         F.coalesce(F.col("messages"), F.lit(0).cast("long")).alias("messages"),
-                        count_of.alias("registrations"),
+                        _registration_count().alias("registrations"),
                     )
                 )
             ).alias("claimants")
         )
     )
-    two_ids = claimant.join(at_path, list(PATH), "left").select(
-        F.lit(TWO_IDS_ONE_PATH).alias("kind"),
-        F.col("registeredId").alias("mailboxId"),
-        *PATH,
-        "registeredId",
-        "claimants",
+
+
+def two_ids(claimed: DataFrame, at_path: DataFrame, registered: DataFrame, messages: DataFrame) -> DataFrame:
+    """Paths two mailbox rows or more claim, with their claimants, under the id the path registers (if any)."""
+    return (
+        claimants(claimed, registered, messages)
+        .join(at_path, list(PATH), "left")
+        .select(
+            F.lit(TWO_IDS_ONE_PATH).alias("kind"),
+            F.col("registeredId").alias("mailboxId"),
+            *PATH,
+            "registeredId",
+            "claimants",
+        )
     )
 
-    findings = (
-        mailbox_side.unionByName(realignable, allowMissingColumns=True)
-        .unionByName(orphan_paths, allowMissingColumns=True)
-        .unionByName(two_paths, allowMissingColumns=True)
-        .unionByName(two_ids, allowMissingColumns=True)
-    )
+
+def with_context(findings: DataFrame, row_path: DataFrame, messages: DataFrame) -> DataFrame:
+    """The findings in their final shape: the path as James writes it, the path the id's mailbox row names, the
+    message count of the id, and empty lists rather than nulls."""
     with_rows = findings.join(
         row_path.withColumnRenamed("mailboxRowPath", "rowPathOfId"), "mailboxId", "left"
     ).withColumn("mailboxRowPath", F.coalesce(F.col("mailboxRowPath"), F.col("rowPathOfId")))

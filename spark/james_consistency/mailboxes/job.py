@@ -10,8 +10,6 @@ converges), 4 a Great Expectations gate failed (nothing written when it was the 
 import argparse
 import json
 import logging
-import os
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,14 +21,13 @@ from pyspark.sql import functions as F
 
 from james_consistency import gates
 from james_consistency.cql import CassandraSettings, close, connect, require_tables
-from james_consistency.engine.job import settings_from_spark
+from james_consistency.engine.job import configure_logging, print_error, publish, settings_from_spark, spark_session
 from james_consistency.errors import OperatorError
 from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_COMPLETED, EXIT_GATE_FAILED, EXIT_PARTIAL, EXIT_RUN_FAILED
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
-from james_consistency.metrics import emit as emit_metrics
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import detect_generation, validate_keyspace_name
 from james_consistency.spark_env import refresh_connector_schema
@@ -214,15 +211,33 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: MailboxOp
         merge=options.merge,
         write=options.mode == "repair",
     )
-    report = {
+    report = _new_report(options, policy, run_id, started)
+    log.info("mailboxes %s on keyspace %s (James %s)", options.mode, keyspace, generation)
+    first = scan(spark, keyspace, generation, work_dir, options.sample_size, merge=options.merge)
+    report["processedMailboxEntries"] = first.health["mailbox_rows"]
+    report["processedMailboxPathEntries"] = first.health["path_rows"]
+    report["health"] = first.health
+    report.update(r.describe(first.sample, first.counts))
+    report["inconsistencyCount"] = sum(first.counts.values())
+    if options.gates_enabled:
+        _gate(report, gates.validate(spark.createDataFrame([first.health]), "mailbox_health"))
+    if options.mode == "check":
+        return _check(spark, report, first, options, policy, work_dir)
+    if options.mode == "verify":
+        return _verify(report, first, options)
+    return _repair(spark, report, first, options, policy, work_dir, keyspace, generation)
+
+
+def _new_report(options: MailboxOptions, policy: p.PolicyOptions, run_id: str, started: float) -> dict:
+    return {
         "type": "solve-mailbox-inconsistencies",
         "target": "mailboxes",
         "mode": options.mode,
         "dryRun": options.mode != "repair",
-        "keyspace": keyspace,
-        "generation": generation,
+        "keyspace": policy.keyspace,
+        "generation": policy.generation,
         "mailboxTable": "mailbox",
-        "mailboxPathTable": path_table(generation),
+        "mailboxPathTable": path_table(policy.generation),
         "runId": run_id,
         "startedAt": datetime.fromtimestamp(started, UTC).isoformat(),
         "_started": started,
@@ -239,59 +254,43 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: MailboxOp
         "errors": [],
         "gates": [],
     }
-    log.info("mailboxes %s on keyspace %s (James %s)", options.mode, keyspace, generation)
-    first = scan(spark, keyspace, generation, work_dir, options.sample_size, merge=options.merge)
-    report["processedMailboxEntries"] = first.health["mailbox_rows"]
-    report["processedMailboxPathEntries"] = first.health["path_rows"]
-    report["health"] = first.health
-    report.update(r.describe(first.sample, first.counts))
-    report["inconsistencyCount"] = sum(first.counts.values())
+
+
+def _check(spark, report: dict, first: Scan, options: MailboxOptions, policy, work_dir: Path) -> dict:
+    """Nothing written: is there anything to do (a gate that fails nothing), and what a repair would do."""
     if options.gates_enabled:
-        _gate(report, gates.validate(spark.createDataFrame([first.health]), "mailbox_health"))
+        report["nothingToDo"] = _gate(report, gates.validate(first.findings, "mailbox_nothing_to_do"), fail=False)
+    else:
+        report["nothingToDo"] = report["inconsistencyCount"] == 0
+    report["plannedActions"] = _by_action(act(spark, first.findings, policy, work_dir))
+    return _finish(report, PARTIAL if _left_unresolved(report) else COMPLETED)
 
-    if options.mode == "check":
-        if options.gates_enabled:
-            report["nothingToDo"] = _gate(report, gates.validate(first.findings, "mailbox_nothing_to_do"), fail=False)
-        else:
-            report["nothingToDo"] = report["inconsistencyCount"] == 0
-        report["plannedActions"] = _by_action(act(spark, first.findings, policy, work_dir))
-        return _finish(report, PARTIAL if _left_unresolved(report) else COMPLETED)
 
-    if options.mode == "verify":
-        report["remainingInconsistencies"] = report["inconsistencyCount"]
-        report["remainingFixable"] = sum(first.counts[kind] for kind in d.FIXABLE)
-        if options.gates_enabled:
-            _gate(report, gates.validate(first.findings, "mailbox_repaired"))
-        return _finish(report, PARTIAL if _left_unresolved(report) else COMPLETED)
+def _verify(report: dict, first: Scan, options: MailboxOptions) -> dict:
+    """What is left; the gate fails when anything but a reported conflict is."""
+    report["remainingInconsistencies"] = report["inconsistencyCount"]
+    report["remainingFixable"] = sum(first.counts[kind] for kind in d.FIXABLE)
+    if options.gates_enabled:
+        _gate(report, gates.validate(first.findings, "mailbox_repaired"))
+    return _finish(report, PARTIAL if _left_unresolved(report) else COMPLETED)
 
-    return _repair(spark, report, first, options, policy, work_dir, keyspace, generation)
+
+def anything_to_fix(counts: dict[str, int], merge: bool) -> bool:
+    """Whether a repair pass has work: a fixable finding, or two ids on one path when merging."""
+    return bool(sum(counts[kind] for kind in d.FIXABLE) or (merge and counts[d.TWO_IDS_ONE_PATH]))
 
 
 def _repair(spark, report, first: Scan, options, policy, work_dir, keyspace, generation) -> dict:
     passes, fixed_ids, failures, current = [], [], [], first
     for number in range(1, options.max_passes + 1):
-        if not sum(current.counts[kind] for kind in d.FIXABLE) and not (
-            options.merge and current.counts[d.TWO_IDS_ONE_PATH]
-        ):
+        if not anything_to_fix(current.counts, options.merge):
             break
         outcomes = act(spark, current.findings, policy, work_dir)
         actions = _by_action(outcomes)
         fixed = sum(actions.get(action, 0) for action in p.FIXED)
         passes.append({"pass": number, "inconsistencies": current.counts, "actions": actions, "fixed": fixed})
         log.info("pass %d: %s", number, actions)
-        room = options.sample_size - len(fixed_ids)
-        if room > 0:
-            fixed_ids += [
-                row["mailboxId"] for row in outcomes.where(F.col("action").isin(list(p.FIXED))).limit(room).collect()
-            ]
-        failures += [
-            row.asDict() for row in outcomes.where(F.col("action") == p.FAILED).limit(options.sample_size).collect()
-        ]
-        detailed = outcomes.where(F.col("action").isin(list(p.FIXED)) | (F.col("action") == p.PATH_TAKEN))
-        report.setdefault("fixes", []).extend(
-            {**row.asDict(), "detail": json.loads(row["detail"])}
-            for row in detailed.limit(options.sample_size).collect()
-        )
+        _keep_samples(report, outcomes, fixed_ids, failures, options.sample_size)
         current = scan(spark, keyspace, generation, work_dir, options.sample_size, merge=options.merge)
         if fixed == 0:
             break
@@ -310,6 +309,21 @@ def _repair(spark, report, first: Scan, options, policy, work_dir, keyspace, gen
     if any(item["actions"].get(p.MERGED) for item in passes):
         report["followUp"] = [f"james-consistency repair {target} --keyspace {keyspace}" for target in MERGE_FOLLOW_UP]
     return _finish(report, PARTIAL if _left_unresolved(report) else COMPLETED)
+
+
+def _keep_samples(report: dict, outcomes: DataFrame, fixed_ids: list, failures: list, size: int) -> None:
+    """A pass's outcomes in the report's bounded samples: the ids fixed (`size` over all passes), the failures and
+    the fixes in detail (`size` a pass)."""
+    room = size - len(fixed_ids)
+    if room > 0:
+        fixed_ids.extend(
+            row["mailboxId"] for row in outcomes.where(F.col("action").isin(list(p.FIXED))).limit(room).collect()
+        )
+    failures.extend(row.asDict() for row in outcomes.where(F.col("action") == p.FAILED).limit(size).collect())
+    detailed = outcomes.where(F.col("action").isin(list(p.FIXED)) | (F.col("action") == p.PATH_TAKEN))
+    report.setdefault("fixes", []).extend(
+        {**row.asDict(), "detail": json.loads(row["detail"])} for row in detailed.limit(size).collect()
+    )
 
 
 def _left_unresolved(report: dict) -> bool:
@@ -338,13 +352,6 @@ def summary_line(report: dict) -> str:
     return line + f" ({report.get('durationSeconds', 0)}s)"
 
 
-def write_report(report: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    return path
-
-
 # ---- spark-submit entry point -------------------------------------------------------------------------------------
 
 
@@ -363,12 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for noisy in ("great_expectations", "py4j", "cassandra"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    args = build_parser().parse_args(argv)
-    options = MailboxOptions(
+def mailbox_options(args: argparse.Namespace) -> MailboxOptions:
+    return MailboxOptions(
         keyspace=args.keyspace,
         mode=args.mode,
         confirmation=args.confirmation,
@@ -379,42 +382,36 @@ def main(argv: list[str] | None = None) -> int:
         gates_enabled=not args.no_gates,
         run_dir=args.run_dir,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    configure_logging()
+    args = build_parser().parse_args(argv)
+    options = mailbox_options(args)
     try:
         options.validate()  # before a Spark JVM starts: a repair without the confirmation is refused at once
     except OperatorError as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
+        print_error(error)
         return EXIT_BAD_INPUT
+    report, code = _run(spark_session(f"james-consistency-{args.mode}-mailboxes"), options)
+    if report is not None:
+        publish(report, args.report, summary_line, quiet_gates=("mailbox_nothing_to_do",))
+    return code
 
-    from james_consistency.spark_env import connector_secrets
 
-    builder = SparkSession.builder.appName(f"james-consistency-{args.mode}-mailboxes")
-    for key, value in connector_secrets(CassandraSettings.from_env()).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
-    code = EXIT_COMPLETED
+def _run(spark: SparkSession, options: MailboxOptions) -> tuple[dict | None, int]:
+    """The run's report and exit code; no report when the run stopped before it had one (said on stderr). The Spark
+    session is stopped either way."""
     try:
         report = execute(spark, settings_from_spark(spark), options)
-        if report.get("failedCount"):
-            code = EXIT_PARTIAL
     except GateFailed as failure:
-        report, code = failure.report, EXIT_GATE_FAILED
+        return failure.report, EXIT_GATE_FAILED
     except OperatorError as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        print_error(error)
+        return None, EXIT_BAD_INPUT
     except Exception as error:  # noqa: BLE001 - Spark and connector failures: one line, exit 5
-        print(
-            f"james-consistency: error: mailboxes {args.mode} failed: {str(error).splitlines()[0][:300]}",
-            file=sys.stderr,
-        )
-        return EXIT_RUN_FAILED
+        print_error(f"mailboxes {options.mode} failed: {str(error).splitlines()[0][:300]}")
+        return None, EXIT_RUN_FAILED
     finally:
         spark.stop()
-    path = write_report(report, args.report)
-    emit_metrics(report)  # to StatsD / OpenTelemetry when Airflow's [metrics] settings say so (never fails the job)
-    print(summary_line(report))
-    for gate in report.get("gates", []):
-        if not gate["success"] and gate["name"] != "mailbox_nothing_to_do":
-            print(f"gate {gate['name']} FAILED: {gate['failed_expectations']}")
-    print(f"report: {path}")
-    return code
+    return report, EXIT_PARTIAL if report.get("failedCount") else EXIT_COMPLETED

@@ -292,7 +292,7 @@ def _row_path(finding: dict) -> tuple:
 # ---- one action per kind ----------------------------------------------------------------------------------------
 
 
-def orphan_mailbox(store: MailboxStore, finding: dict, write: bool) -> dict:
+def orphan_mailbox(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
     path, mailbox_id = _row_path(finding), finding["mailboxId"]
     row = store.mailbox(mailbox_id)
     if row is None or row.get("path") != path:
@@ -301,7 +301,7 @@ def orphan_mailbox(store: MailboxStore, finding: dict, write: bool) -> dict:
     if registered is not None:
         taken = str(registered["mailboxid"])
         return _outcome(finding, CHANGED if taken == mailbox_id else PATH_TAKEN, {"registeredId": taken})
-    if not write:
+    if not options.write:
         return _outcome(finding, PATH_REGISTERED, {"wouldDo": True})
     if store.register(path, mailbox_id, row["uidvalidity"]):
         return _outcome(finding, PATH_REGISTERED)
@@ -341,7 +341,7 @@ def _realign(store: MailboxStore, finding: dict, mailbox_id: str, keep: tuple, w
     return None
 
 
-def one_id_two_paths(store: MailboxStore, finding: dict, write: bool) -> dict:
+def one_id_two_paths(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
     mailbox_id = finding["mailboxId"]
     current = []
     for entry in finding["paths"]:
@@ -354,16 +354,16 @@ def one_id_two_paths(store: MailboxStore, finding: dict, write: bool) -> dict:
     current.sort()
     keep = current[-1][2]
     detail = {"kept": _path_text(keep), "dropped": [text for _, text, _ in current[:-1]]}
-    stop = _realign(store, finding, mailbox_id, keep, write)
+    stop = _realign(store, finding, mailbox_id, keep, options.write)
     if stop:
         return _outcome(finding, stop, detail)
-    if write:
+    if options.write:
         for _, _, path in current[:-1]:
             store.unregister(path, mailbox_id)
-    return _outcome(finding, KEPT_LATEST_PATH, {**detail, **({} if write else {"wouldDo": True})})
+    return _outcome(finding, KEPT_LATEST_PATH, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
-def mailbox_path_outdated(store: MailboxStore, finding: dict, write: bool) -> dict:
+def mailbox_path_outdated(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
     mailbox_id, own = finding["mailboxId"], _row_path(finding)
     entries = finding["paths"]
     target = (entries[0]["namespace"], entries[0]["user"], entries[0]["name"])
@@ -378,12 +378,12 @@ def mailbox_path_outdated(store: MailboxStore, finding: dict, write: bool) -> di
     ):
         return _outcome(finding, CHANGED)
     detail = {"from": _path_text(own), "to": _path_text(target)}
-    if write and not store.move_mailbox_row(mailbox_id, own, target):
+    if options.write and not store.move_mailbox_row(mailbox_id, own, target):
         return _outcome(finding, CHANGED, detail)
-    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if write else {"wouldDo": True})})
+    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
-def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, write: bool) -> dict:
+def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
     """James master's `realignStaleProjection`: the row moves onto the one path its id is registered under, while
     its own path stays with the id registered there. James re-reads the path at STRONG and saves the row
     unconditionally; here every row involved is re-read at SERIAL and the move is conditioned on the row's path."""
@@ -401,9 +401,9 @@ def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, write: bool
     ):
         return _outcome(finding, CHANGED)
     detail = {"from": _path_text(own), "to": _path_text(target), "pathOwner": str(owner["mailboxid"])}
-    if write and not store.move_mailbox_row(mailbox_id, own, target):
+    if options.write and not store.move_mailbox_row(mailbox_id, own, target):
         return _outcome(finding, CHANGED, detail)
-    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if write else {"wouldDo": True})})
+    return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
 def merge_plan(finding: dict) -> dict | None:
@@ -417,6 +417,35 @@ def merge_plan(finding: dict) -> dict | None:
     if any(loser["registrations"] > 0 for loser in losers):
         return None
     return {"mergeDestination": winner, "mergeOrigins": [loser["mailboxId"] for loser in losers]}
+
+
+def _move_loser_messages(store: MailboxStore, finding: dict, plan: dict) -> int:
+    """Every message of the losers into the winner, in uid order; how many moved."""
+    winner = plan["mergeDestination"]
+    messages = sorted(finding.get("loserMessages") or [], key=lambda message: message["uid"])
+    # The winner's highest uid and modseq: imapUidTable's from the scan (offline: nothing adds messages since),
+    # messageIdTable's re-read now; moved messages are numbered above both whatever the counters say.
+    floor = Floor(
+        uid=max(finding.get("winnerHighestUid") or 0, store.highest_projected_uid(winner) if messages else 0),
+        modseq=finding.get("winnerHighestModseq") or 0,
+    )
+    moved = 0
+    for loser in plan["mergeOrigins"]:
+        for message in messages:
+            if message["mailboxId"] == loser:
+                moved += store.move_message(message["messageId"], loser, message["uid"], winner, floor)
+    return moved
+
+
+def merged_acl(winner: dict[str, str], losers: list[dict[str, str]]) -> dict[str, str]:
+    """The winner's ACL entries with every loser's rights added: an entry both hold gets the union of their rights,
+    in James's order of rights."""
+    merged = dict(winner)
+    for acl in losers:
+        for key, rights in acl.items():
+            union = set(merged.get(key, "")) | set(rights)
+            merged[key] = "".join(letter for letter in RIGHTS_ORDER if letter in union)
+    return merged
 
 
 def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
@@ -438,23 +467,8 @@ def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions)
         return _outcome(finding, REPORTED, {"merge": plan, "why": f"an ACL cannot be read: {unreadable}"})
     if not options.write:
         return _outcome(finding, MERGED, {"merge": plan, "wouldDo": True})
-    moved = 0
-    messages = sorted(finding.get("loserMessages") or [], key=lambda message: message["uid"])
-    # The winner's highest uid and modseq: imapUidTable's from the scan (offline: nothing adds messages since),
-    # messageIdTable's re-read now; moved messages are numbered above both whatever the counters say.
-    floor = Floor(
-        uid=max(finding.get("winnerHighestUid") or 0, store.highest_projected_uid(winner) if messages else 0),
-        modseq=finding.get("winnerHighestModseq") or 0,
-    )
-    for loser in plan["mergeOrigins"]:
-        for message in messages:
-            if message["mailboxId"] == loser:
-                moved += store.move_message(message["messageId"], loser, message["uid"], winner, floor)
-    merged = dict(acls[winner][0])
-    for loser in plan["mergeOrigins"]:
-        for key, rights in acls[loser][0].items():
-            union = set(merged.get(key, "")) | set(rights)
-            merged[key] = "".join(letter for letter in RIGHTS_ORDER if letter in union)
+    moved = _move_loser_messages(store, finding, plan)
+    merged = merged_acl(acls[winner][0], [acls[loser][0] for loser in plan["mergeOrigins"]])
     if merged != acls[winner][0] and not store.write_acl(winner, acls[winner][0], merged, acls[winner][1]):
         return _outcome(finding, FAILED, {"merge": plan, "movedMessages": moved}, "the winner's ACL changed meanwhile")
     for loser in plan["mergeOrigins"]:
@@ -464,22 +478,22 @@ def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions)
     return _outcome(finding, MERGED, {"merge": plan, "movedMessages": moved, "acl": merged})
 
 
+# The action of each kind a repair fixes; any other kind (path-points-to-another-id) is only reported.
+ACTIONS = {
+    d.ORPHAN_MAILBOX: orphan_mailbox,
+    d.ORPHAN_PATH: orphan_path,
+    d.ONE_ID_TWO_PATHS: one_id_two_paths,
+    d.MAILBOX_PATH_OUTDATED: mailbox_path_outdated,
+    d.MAILBOX_REGISTERED_ELSEWHERE: mailbox_registered_elsewhere,
+    d.TWO_IDS_ONE_PATH: two_ids_one_path,
+}
+
+
 def act(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
-    kind = finding["kind"]
+    """The action of the finding's kind, its outcome; a kind without action is reported, a failure is an outcome."""
+    action = ACTIONS.get(finding["kind"])
     try:
-        if kind == d.ORPHAN_MAILBOX:
-            return orphan_mailbox(store, finding, options.write)
-        if kind == d.ORPHAN_PATH:
-            return orphan_path(store, finding, options)
-        if kind == d.ONE_ID_TWO_PATHS:
-            return one_id_two_paths(store, finding, options.write)
-        if kind == d.MAILBOX_PATH_OUTDATED:
-            return mailbox_path_outdated(store, finding, options.write)
-        if kind == d.MAILBOX_REGISTERED_ELSEWHERE:
-            return mailbox_registered_elsewhere(store, finding, options.write)
-        if kind == d.TWO_IDS_ONE_PATH:
-            return two_ids_one_path(store, finding, options)
-        return _outcome(finding, REPORTED)
+        return action(store, finding, options) if action else _outcome(finding, REPORTED)
     except Exception as error:  # noqa: BLE001 - one finding's failure is reported, the others go on
         return _outcome(finding, FAILED, error=f"{type(error).__name__}: {str(error)[:300]}")
 

@@ -112,6 +112,18 @@ def describe(findings_sample: list[dict], counts: dict[str, int]) -> dict:
     }
 
 
+# What a repair does about each kind, as the approver reads it.
+PLANNED_ACTIONS = {
+    d.ORPHAN_MAILBOX: "register its path (IF NOT EXISTS)",
+    d.ORPHAN_PATH: "re-create the mailbox row if messages reference it, else delete the path",
+    d.ONE_ID_TWO_PATHS: "keep the latest written path, realign the mailbox row",
+    d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path",
+    d.MAILBOX_REGISTERED_ELSEWHERE: "realign the mailbox row to its registered path (no merge)",
+    d.TWO_IDS_ONE_PATH: "reported (merge only when asked)",
+    d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is",
+}
+
+
 def approval_summary(report: dict, sample_size: int = 10) -> str:
     """Markdown for the approval form: counts per kind, the conflicts, orphan paths and a sample."""
     lines = [
@@ -122,44 +134,15 @@ def approval_summary(report: dict, sample_size: int = 10) -> str:
         "| inconsistency | found | planned action |",
         "|---|---:|---|",
     ]
-    actions = {
-        d.ORPHAN_MAILBOX: "register its path (IF NOT EXISTS)",
-        d.ORPHAN_PATH: "re-create the mailbox row if messages reference it, else delete the path",
-        d.ONE_ID_TWO_PATHS: "keep the latest written path, realign the mailbox row",
-        d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path",
-        d.MAILBOX_REGISTERED_ELSEWHERE: "realign the mailbox row to its registered path (no merge)",
-        d.TWO_IDS_ONE_PATH: "reported (merge only when asked)",
-        d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is",
-    }
     for kind, count in report.get("inconsistencies", {}).items():
-        lines.append(f"| {kind} | {count} | {actions[kind]} |")
+        lines.append(f"| {kind} | {count} | {PLANNED_ACTIONS[kind]} |")
     planned = report.get("plannedActions") or {}
     if planned:
         lines += [
             "",
             "**Planned actions** (re-checked at SERIAL now): " + ", ".join(f"{k} {v}" for k, v in planned.items()),
         ]
-    conflicts = report.get("conflicts", [])
-    if conflicts or report.get("conflictingEntries"):
-        lines += [
-            "",
-            f"**Conflicts** ({len(report.get('conflictingEntries', []))} conflicting entries, never guessed):",
-        ]
-        for item in conflicts[:sample_size]:
-            ids = ", ".join(f"`{c['mailboxId']}` ({c['messages']} messages)" for c in item["ids"])
-            merge = item["merge"]
-            to_do = (
-                f"merge into `{merge['mergeDestination']}`: {'; '.join(merge['webadmin'])}"
-                if merge
-                else f"no merge: {item['why']}"
-            )
-            lines.append(f"- `{item['mailboxPath']}` claimed by {ids}; {to_do}")
-        for entry in report.get("conflictingEntries", [])[:sample_size]:
-            mailbox, path = entry["mailboxDaoEntry"], entry["mailboxPathDaoEntry"]
-            lines.append(
-                f"- mailbox `{mailbox['mailboxId']}` says `{mailbox['mailboxPath']}`, "
-                f"the path table says `{path['mailboxId'] if path else 'nobody'}`"
-            )
+    lines += _conflict_lines(report, sample_size)
     orphans = report.get("orphanPaths", [])
     if orphans:
         lines += ["", "**Orphan paths**:"]
@@ -172,3 +155,27 @@ def approval_summary(report: dict, sample_size: int = 10) -> str:
         for item in sample[:sample_size]:
             lines.append(f"- {item['kind']}: `{item['mailboxId']}` `{item['mailboxPath']}`")
     return "\n".join(lines)
+
+
+def _conflict_lines(report: dict, sample_size: int) -> list[str]:
+    """The conflicts with their merge (or why none), then each conflicting entry as both tables see it."""
+    conflicts, entries = report.get("conflicts", []), report.get("conflictingEntries", [])
+    if not (conflicts or entries):
+        return []
+    lines = ["", f"**Conflicts** ({len(entries)} conflicting entries, never guessed):"]
+    for item in conflicts[:sample_size]:
+        ids = ", ".join(f"`{c['mailboxId']}` ({c['messages']} messages)" for c in item["ids"])
+        merge = item["merge"]
+        to_do = (
+            f"merge into `{merge['mergeDestination']}`: {'; '.join(merge['webadmin'])}"
+            if merge
+            else f"no merge: {item['why']}"
+        )
+        lines.append(f"- `{item['mailboxPath']}` claimed by {ids}; {to_do}")
+    for entry in entries[:sample_size]:
+        mailbox, path = entry["mailboxDaoEntry"], entry["mailboxPathDaoEntry"]
+        lines.append(
+            f"- mailbox `{mailbox['mailboxId']}` says `{mailbox['mailboxPath']}`, "
+            f"the path table says `{path['mailboxId'] if path else 'nobody'}`"
+        )
+    return lines

@@ -207,18 +207,19 @@ def _common(generation: str, keyspace_tables) -> dict:
     }
 
 
-def attachment_projection(generation: str, keyspace_tables: frozenset | None = None) -> ProjectionSpec:
-    if generation == "3.5":
-        return _attachment_message_id_projection(keyspace_tables)
+def attachment_message_ids(truth: DataFrame) -> DataFrame:
+    """3.6-3.9: the message id each usable attachment row holds (the smallest of the messages referencing it)."""
+    return (
+        _usable(truth).groupBy("idasuuid").agg(F.min("messageid").alias("message_id")).select("idasuuid", "message_id")
+    )
 
-    def derive(truth: DataFrame) -> DataFrame:
-        return (
-            _usable(truth)
-            .groupBy("idasuuid")
-            .agg(F.min("messageid").alias("message_id"))
-            .select("idasuuid", "message_id")
-        )
 
+def attachment_message_id_rows(truth: DataFrame) -> DataFrame:
+    """3.5: one attachmentMessageId row per reference to a usable attachment row."""
+    return _usable(truth).select(F.col("idasuuid").alias("attachmentidasuuid"), "messageid", "attachmentid")
+
+
+def _recheck_message_id(generation: str):
     def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
         if _attachment_row(session, context, key["idasuuid"]) is None:
             return None
@@ -228,6 +229,27 @@ def attachment_projection(generation: str, keyspace_tables: frozenset | None = N
                 return {"idasuuid": key["idasuuid"], "message_id": message_id}
         return None
 
+    return recheck
+
+
+def _recheck_attachment_message_id(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    if _attachment_row(session, context, key["attachmentidasuuid"]) is None:
+        return None
+    attachment_id = _message_references(
+        session, context, "3.5", uuid.UUID(key["messageid"]), str(key["attachmentidasuuid"])
+    )
+    if attachment_id is None:
+        return None
+    return {
+        "attachmentidasuuid": key["attachmentidasuuid"],
+        "messageid": key["messageid"],
+        "attachmentid": attachment_id,
+    }
+
+
+def attachment_projection(generation: str, keyspace_tables: frozenset | None = None) -> ProjectionSpec:
+    if generation == "3.5":
+        return _attachment_message_id_projection(keyspace_tables)
     return ProjectionSpec(
         projection=Projection(
             "attachmentV2",
@@ -244,8 +266,8 @@ def attachment_projection(generation: str, keyspace_tables: frozenset | None = N
             # Nothing this check does takes anything away: it only adds missing references.
             destructive_kinds=(),
         ),
-        derive=derive,
-        recheck=recheck,
+        derive=attachment_message_ids,
+        recheck=_recheck_message_id(generation),
         report_names=ReportNames(
             processed_truth="processedMessageAttachmentEntries",
             processed_projection="processedAttachmentV2Entries",
@@ -262,23 +284,6 @@ def attachment_projection(generation: str, keyspace_tables: frozenset | None = N
 
 
 def _attachment_message_id_projection(keyspace_tables) -> ProjectionSpec:
-    def derive(truth: DataFrame) -> DataFrame:
-        return _usable(truth).select(F.col("idasuuid").alias("attachmentidasuuid"), "messageid", "attachmentid")
-
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
-        if _attachment_row(session, context, key["attachmentidasuuid"]) is None:
-            return None
-        attachment_id = _message_references(
-            session, context, "3.5", uuid.UUID(key["messageid"]), str(key["attachmentidasuuid"])
-        )
-        if attachment_id is None:
-            return None
-        return {
-            "attachmentidasuuid": key["attachmentidasuuid"],
-            "messageid": key["messageid"],
-            "attachmentid": attachment_id,
-        }
-
     return ProjectionSpec(
         projection=Projection(
             "attachmentMessageId",
@@ -289,8 +294,8 @@ def _attachment_message_id_projection(keyspace_tables) -> ProjectionSpec:
             equivalent=lambda: F.col(EXPECTED_PREFIX + PRESENCE).isNull() | F.col(ACTUAL_PREFIX + PRESENCE).isNotNull(),
             destructive_kinds=(),
         ),
-        derive=derive,
-        recheck=recheck,
+        derive=attachment_message_id_rows,
+        recheck=_recheck_attachment_message_id,
         report_names=ReportNames(
             processed_truth="processedMessageAttachmentEntries",
             processed_projection="processedAttachmentMessageIdEntries",

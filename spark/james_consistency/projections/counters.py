@@ -10,7 +10,7 @@ written but whose own increment has not landed yet is counted twice. A re-run co
 A counter increment is never retried (a timed-out increment may have been applied): it is reported as failed.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from cassandra.concurrent import execute_concurrent_with_args
 from pyspark.sql import DataFrame
@@ -182,19 +182,26 @@ def _read_messages(generation: str, read, size: bool) -> DataFrame:
 # ---- mailboxCounters ------------------------------------------------------------------------------------------------
 
 
-def mailbox_counters_projection(generation: str) -> ProjectionSpec:
+def mailbox_counters(truth: DataFrame) -> DataFrame:
+    """Per mailbox: its messages and the unseen ones (a message not flagged Seen is unseen; an empty mailbox's row
+    with no message counts nothing)."""
+    return truth.groupBy("mailboxid").agg(
+        F.count("messageid").alias("count"),
+        F.count(F.when(F.col("messageid").isNotNull() & ~F.coalesce("flagseen", F.lit(False)), 1)).alias("unseen"),
+    )
+
+
+def _read_counters_truth(generation: str):
     def read_truth(read) -> DataFrame:
         # Full join: a mailbox whose row was lost (an orphan path, for the offline mailbox repair) still has messages,
         # so its counter is recounted, not removed as a deleted mailbox's.
         mailboxes = read("mailbox", ("id",)).select(F.col("id").alias("mailboxid"))
         return mailboxes.join(_read_messages(generation, read, size=False), on="mailboxid", how="full")
 
-    def derive(truth: DataFrame) -> DataFrame:
-        return truth.groupBy("mailboxid").agg(
-            F.count("messageid").alias("count"),
-            F.count(F.when(F.col("messageid").isNotNull() & ~F.coalesce("flagseen", F.lit(False)), 1)).alias("unseen"),
-        )
+    return read_truth
 
+
+def _recount_mailbox(generation: str):
     def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
         mailbox = key["mailboxid"]
         rows = live_messages(session, context, generation, {mailbox}, _hinted(candidate, "messageid", "timeuuid"))
@@ -204,14 +211,19 @@ def mailbox_counters_projection(generation: str) -> ProjectionSpec:
         unseen = sum(1 for row in rows if not row["flagseen"])
         return {"mailboxid": mailbox, "count": len(rows), "unseen": unseen}
 
-    def finish_report(report: dict) -> None:
-        report["processedMailboxes"] = report.get("expectedProjectionRows", 0)
-        report["failedMailboxes"] = sorted({error["mailboxId"] for error in report.get("errors", [])})
-        report["concurrencyNote"] = CONCURRENCY_NOTE
+    return recheck
 
+
+def _counters_report(report: dict) -> None:
+    report["processedMailboxes"] = report.get("expectedProjectionRows", 0)
+    report["failedMailboxes"] = sorted({error["mailboxId"] for error in report.get("errors", [])})
+    report["concurrencyNote"] = CONCURRENCY_NOTE
+
+
+def mailbox_counters_projection(generation: str) -> ProjectionSpec:
     return ProjectionSpec(
         name="counters",
-        truth=Truth("imapUidTable", read=read_truth, extra_tables=("mailbox",)),
+        truth=Truth("imapUidTable", read=_read_counters_truth(generation), extra_tables=("mailbox",)),
         projection=Projection(
             "mailboxCounters",
             key=("mailboxid",),
@@ -219,14 +231,14 @@ def mailbox_counters_projection(generation: str) -> ProjectionSpec:
             cql_types={"mailboxid": "timeuuid"},
             equivalent=all_zero_equivalent(("count", "unseen")),
         ),
-        derive=derive,
-        recheck=recheck,
+        derive=mailbox_counters,
+        recheck=_recount_mailbox(generation),
         report_names=REPORT_NAMES,
         health=truth_health("counters_truth_health", counter_problems),
         hints=CandidateHints(("messageid",), locate=lambda truth: truth.select("mailboxid", "messageid")),
         sample=Sample(("mailboxid",), {"mailboxid": "mailboxId"}),
         writing=Writing(CounterWriter),
-        finish_report=finish_report,
+        finish_report=_counters_report,
     )
 
 
@@ -275,117 +287,168 @@ def _root_column(namespace: str, user: str):
     return F.when(F.col(namespace).isNotNull() & F.col(user).isNotNull(), F.concat_ws("&", namespace, user))
 
 
-def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = None) -> ProjectionSpec:
-    """Current quotas recounted from the messages. The table is found in the keyspace, not deduced from the message
-    tables' generation: James 3.6 to 3.8 write 3.9's message rows but still keep quotas in `currentQuota` (its
-    `quotaCurrentValue` came with the generic quota schema); without the table list, 3.9 means quotaCurrentValue."""
-    path_table = "mailboxPathV3" if generation == "3.9" else "mailboxPathV2"
-    if keyspace_tables is None:
-        current_value_table = generation == "3.9"
-    else:
-        current_value_table = "quotacurrentvalue" in keyspace_tables
+def quota_owners(mailboxes: DataFrame, paths: DataFrame) -> DataFrame:
+    """(mailboxid, quotaroot) of every mailbox with an owner, from the mailbox rows (id, mailboxbase) and the path
+    registrations (namespace, user, mailboxid)."""
+    by_row = mailboxes.select(
+        F.col("id").alias("mailboxid"),
+        _root_column("mailboxbase.namespace", "mailboxbase.user").alias("row_root"),
+    )
+    # A mailbox whose row was lost (an orphan path) still holds the user's messages: its path registration names
+    # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it). The row wins when
+    # there is one; distinct: a mailbox registered under two paths counts once.
+    by_path = paths.select("mailboxid", _root_column("namespace", "user").alias("path_root"))
+    return (
+        by_row.join(by_path, on="mailboxid", how="full")
+        .select("mailboxid", F.coalesce("row_root", "path_root").alias("quotaroot"))
+        .where(F.col("quotaroot").isNotNull())  # no owner anywhere: nobody's quota
+        .distinct()
+    )
 
+
+def quota_usage(truth: DataFrame) -> DataFrame:
+    """Per quota root: its messages and their octets (a message of unknown size counts no octet)."""
+    return truth.groupBy("quotaroot").agg(
+        F.count("messageid").alias("messagecount"),
+        F.coalesce(F.sum("fullcontentoctets"), F.lit(0)).cast("long").alias("storage"),
+    )
+
+
+def quota_current_values(truth: DataFrame) -> DataFrame:
+    """quotaCurrentValue's MAILBOX rows: a `count` and a `size` row per quota root."""
+    per_type = F.explode(
+        F.array(
+            F.struct(F.lit("count").alias("quotatype"), F.col("messagecount").alias("currentvalue")),
+            F.struct(F.lit("size").alias("quotatype"), F.col("storage").alias("currentvalue")),
+        )
+    )
+    return (
+        quota_usage(truth)
+        .select(F.col("quotaroot").alias("identifier"), F.lit("MAILBOX").alias("quotacomponent"), per_type)
+        .select("identifier", "quotacomponent", "col.quotatype", "col.currentvalue")
+    )
+
+
+def quota_value_hints(truth: DataFrame) -> DataFrame:
+    """Every message and mailbox of a quota root, at both of its quotaCurrentValue rows."""
+    return truth.select(
+        F.col("quotaroot").alias("identifier"),
+        F.lit("MAILBOX").alias("quotacomponent"),
+        F.explode(F.array(F.lit("count"), F.lit("size"))).alias("quotatype"),
+        "messageid",
+        "mailboxid",
+    )
+
+
+QUOTA_TYPES = frozenset({"count", "size"})
+
+
+class RootRecounts:
+    """One live recount of a quota root serves both of its rows (count and size), whichever order they are re-checked
+    in; each row takes it once, so a row re-checked again is recounted. The engine re-checks a root's rows in one task
+    (group_columns), where they usually come one after the other; at most `waiting` roots wait for their other row
+    (most never see it: it was consistent, so it is no candidate)."""
+
+    def __init__(self, waiting: int = 1024):
+        self.waiting = waiting
+        self._recounted: dict[str, tuple[tuple[int, int], frozenset]] = {}
+
+    def usage(self, root: str, quotatype: str, recount: Callable[[], tuple[int, int]]) -> tuple[int, int]:
+        usage, served = self._recounted.pop(root, (None, frozenset()))
+        if usage is None or quotatype in served:
+            usage, served = recount(), frozenset()
+        served |= {quotatype}
+        if not QUOTA_TYPES <= served:
+            self._recounted[root] = (usage, served)
+            if len(self._recounted) > self.waiting:
+                del self._recounted[next(iter(self._recounted))]  # the root waiting longest
+        return usage
+
+
+def _quota_path_table(generation: str) -> str:
+    return "mailboxPathV3" if generation == "3.9" else "mailboxPathV2"
+
+
+def _read_quota_truth(generation: str):
     def read_truth(read) -> DataFrame:
-        by_row = read("mailbox", ("id", "mailboxbase")).select(
-            F.col("id").alias("mailboxid"),
-            _root_column("mailboxbase.namespace", "mailboxbase.user").alias("row_root"),
-        )
-        # A mailbox whose row was lost (an orphan path) still holds the user's messages: its path registration names
-        # the user (as James's quota recompute, which lists a user's mailboxes by path, counts it). The row wins when
-        # there is one; distinct: a mailbox registered under two paths counts once.
-        by_path = read(path_table, ("namespace", "user", "mailboxid")).select(
-            "mailboxid", _root_column("namespace", "user").alias("path_root")
-        )
-        owners = (
-            by_row.join(by_path, on="mailboxid", how="full")
-            .select("mailboxid", F.coalesce("row_root", "path_root").alias("quotaroot"))
-            .where(F.col("quotaroot").isNotNull())  # no owner anywhere: nobody's quota
-            .distinct()
+        owners = quota_owners(
+            read("mailbox", ("id", "mailboxbase")),
+            read(_quota_path_table(generation), ("namespace", "user", "mailboxid")),
         )
         return owners.join(_read_messages(generation, read, size=True), on="mailboxid", how="left")
 
-    def usage(truth: DataFrame) -> DataFrame:
-        return truth.groupBy("quotaroot").agg(
-            F.count("messageid").alias("messagecount"),
-            F.coalesce(F.sum("fullcontentoctets"), F.lit(0)).cast("long").alias("storage"),
-        )
+    return read_truth
 
-    def finish_report(report: dict, identifier: str, rows_per_root: int) -> None:
+
+def _quotas_report(rows_per_root: int):
+    def finish_report(report: dict) -> None:
         report["recomputeSingleQuotaComponentResults"] = [
             {
                 "quotaComponent": "MAILBOX",
                 "processedIdentifierCount": report.get("expectedProjectionRows", 0) // rows_per_root,
-                "failedIdentifiers": sorted({error[identifier] for error in report.get("errors", [])}),
+                "failedIdentifiers": sorted({error["quotaRoot"] for error in report.get("errors", [])}),
             }
         ]
         report["concurrencyNote"] = CONCURRENCY_NOTE
 
+    return finish_report
+
+
+def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = None) -> ProjectionSpec:
+    """Current quotas recounted from the messages. The table is found in the keyspace, not deduced from the message
+    tables' generation: James 3.6 to 3.8 write 3.9's message rows but still keep quotas in `currentQuota` (its
+    `quotaCurrentValue` came with the generic quota schema); without the table list, 3.9 means quotaCurrentValue."""
+    if keyspace_tables is None:
+        current_value_table = generation == "3.9"
+    else:
+        current_value_table = "quotacurrentvalue" in keyspace_tables
     common = dict(
         name="quotas",
         truth=Truth(
             "imapUidTable",
-            read=read_truth,
-            extra_tables=("mailbox", path_table) + (() if generation == "3.9" else ("messageV2",)),
+            read=_read_quota_truth(generation),
+            extra_tables=("mailbox", _quota_path_table(generation)) + (() if generation == "3.9" else ("messageV2",)),
         ),
         report_names=REPORT_NAMES,
         health=truth_health("quotas_truth_health", quota_problems),
     )
-
     if current_value_table:
+        return _quota_current_value_projection(generation, common)
+    return _current_quota_projection(generation, common)
 
-        def derive(truth: DataFrame) -> DataFrame:
-            per_type = F.explode(
-                F.array(
-                    F.struct(F.lit("count").alias("quotatype"), F.col("messagecount").alias("currentvalue")),
-                    F.struct(F.lit("size").alias("quotatype"), F.col("storage").alias("currentvalue")),
-                )
-            )
-            return (
-                usage(truth)
-                .select(F.col("quotaroot").alias("identifier"), F.lit("MAILBOX").alias("quotacomponent"), per_type)
-                .select("identifier", "quotacomponent", "col.quotatype", "col.currentvalue")
-            )
 
-        def locate(truth: DataFrame) -> DataFrame:
-            return truth.select(
-                F.col("quotaroot").alias("identifier"),
-                F.lit("MAILBOX").alias("quotacomponent"),
-                F.explode(F.array(F.lit("count"), F.lit("size"))).alias("quotatype"),
-                "messageid",
-                "mailboxid",
-            )
+def _quota_current_value_projection(generation: str, common: dict) -> ProjectionSpec:
+    recounts = RootRecounts()
 
-        last_recount: dict = {}
-
-        def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
-            # The count and size rows of a root come one after the other in a task (group_columns): one recount.
-            root = key["identifier"]
-            if last_recount.get("root") != root:
-                last_recount.update(root=root, usage=live_usage(session, context, generation, root, candidate))
-            messages, octets = last_recount["usage"]
-            value = messages if key["quotatype"] == "count" else octets
-            return {**key, "currentvalue": value}
-
-        return ProjectionSpec(
-            **common,
-            projection=Projection(
-                "quotaCurrentValue",
-                key=("identifier", "quotacomponent", "quotatype"),
-                columns=("identifier", "quotacomponent", "quotatype", "currentvalue"),
-                cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
-                # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
-                view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
-                equivalent=all_zero_equivalent(("currentvalue",)),
-            ),
-            derive=derive,
-            recheck=recheck,
-            hints=CandidateHints(("messageid", "mailboxid"), locate=locate),
-            sample=Sample(("identifier", "quotatype"), {"identifier": "quotaRoot", "quotatype": "quotaType"}),
-            writing=Writing(CounterWriter, group_columns=("identifier",)),
-            finish_report=lambda report: finish_report(report, "quotaRoot", 2),
+    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+        root = key["identifier"]
+        messages, octets = recounts.usage(
+            root, key["quotatype"], lambda: live_usage(session, context, generation, root, candidate)
         )
+        return {**key, "currentvalue": messages if key["quotatype"] == "count" else octets}
 
-    def recheck_legacy(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    return ProjectionSpec(
+        **common,
+        projection=Projection(
+            "quotaCurrentValue",
+            key=("identifier", "quotacomponent", "quotatype"),
+            columns=("identifier", "quotacomponent", "quotatype", "currentvalue"),
+            cql_types={"identifier": "text", "quotacomponent": "text", "quotatype": "text"},
+            # SIEVE and JMAP_UPLOADS usage is not computed from messages: never touched.
+            view=lambda projection: projection.where(F.col("quotacomponent") == "MAILBOX"),
+            equivalent=all_zero_equivalent(("currentvalue",)),
+        ),
+        derive=quota_current_values,
+        recheck=recheck,
+        hints=CandidateHints(("messageid", "mailboxid"), locate=quota_value_hints),
+        sample=Sample(("identifier", "quotatype"), {"identifier": "quotaRoot", "quotatype": "quotaType"}),
+        writing=Writing(CounterWriter, group_columns=("identifier",)),
+        finish_report=_quotas_report(rows_per_root=2),
+    )
+
+
+def _current_quota_projection(generation: str, common: dict) -> ProjectionSpec:
+    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
         messages, octets = live_usage(session, context, generation, key["quotaroot"], candidate)
         return {"quotaroot": key["quotaroot"], "messagecount": messages, "storage": octets}
 
@@ -398,12 +461,12 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
             cql_types={"quotaroot": "text"},
             equivalent=all_zero_equivalent(("messagecount", "storage")),
         ),
-        derive=usage,
-        recheck=recheck_legacy,
+        derive=quota_usage,
+        recheck=recheck,
         hints=CandidateHints(
             ("messageid", "mailboxid"), locate=lambda truth: truth.select("quotaroot", "messageid", "mailboxid")
         ),
         sample=Sample(("quotaroot",), {"quotaroot": "quotaRoot"}),
         writing=Writing(CounterWriter),
-        finish_report=lambda report: finish_report(report, "quotaRoot", 1),
+        finish_report=_quotas_report(rows_per_root=1),
     )
