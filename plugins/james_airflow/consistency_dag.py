@@ -10,12 +10,13 @@
 `multi_target_consistency_dag` runs that chain for several projections, one branch each (task ids check_<target>,
 anything_to_repair_<target>, repair_<target>, verify_<target>, then one report); `independent_repairs_dag` runs
 rebuilds without a check step. One scan per run: the branch's first job scans the ring in journalled token ranges
-(stopping at a range boundary at the window's end, JAMES_REPAIR_WINDOW_MINUTES after the run was due: the run ends
-well, "window ended, N ranges left", and the next one goes on) and keeps its scan in the run's work folder; the
-later jobs reuse it. The Spark tasks share the one-slot `cassandra_heavy` pool, so two heavy scans never
-overlap. A failed gate (job exit 4), a partial repair (exit 3) or any failed job fails its task and calls the alert
-notifier. Deployment settings (crons, timezone, keyspace, retries, window) come from james_consistency.settings: the
-environment, as NAME or as the Airflow Variable AIRFLOW_VAR_NAME, read without touching the metadata database.
+(stopping at a range boundary at the window's end, JAMES_REPAIR_WINDOW_MINUTES after the run was due: the repair
+and verify go on with what the finished ranges decide, the run ends well, "window ended, N ranges left", and the next
+one goes on) and keeps its scan in the run's work folder; the later jobs reuse it. The Spark tasks share the one-slot
+`cassandra_heavy` pool, so two heavy scans never overlap. A failed gate (job exit 4), a partial repair (exit 3) or
+any failed job fails its task and calls the alert notifier. Deployment settings (crons, timezone, keyspace,
+retries, window) come from james_consistency.settings: the environment, as NAME or as the Airflow Variable
+AIRFLOW_VAR_NAME, read without touching the metadata database.
 """
 
 import logging
@@ -152,7 +153,7 @@ def something_to_repair(check_step: str = "check", **context) -> bool:
     report = read_report(context["dag"].dag_id, context["run_id"], check_step)
     if report is None:
         raise RuntimeError("the check step wrote no report")
-    if report.get("status") == "WINDOW_ENDED":
+    if report.get("status") == "WINDOW_ENDED" and not report.get("decidedByFinishedRanges"):
         log.warning("%s: nothing is repaired tonight, the next run goes on from the journal", report["windowEnded"])
         return False
     found = inconsistencies_found(report)

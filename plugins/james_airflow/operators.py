@@ -75,7 +75,8 @@ class ConsistencyJobOperator(SparkSubmitOperator):
     """spark-submit of spark/jobs/reconcile.py in one mode (check, repair or verify) for one target.
 
     `scan_step` names the task of the same DAG run whose kept scan this one reuses (None: this task scans). A task
-    whose scan step ended at the window's end is skipped: the next run goes on from the journal."""
+    whose scan step ended at the window's end with nothing decided is skipped: the next run goes on from the
+    journal."""
 
     def __init__(
         self,
@@ -101,7 +102,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         report.parent.mkdir(parents=True, exist_ok=True)
         if self.scan_step is not None:
             scanned = read_report(context["dag"].dag_id, context["run_id"], self.scan_step) or {}
-            if scanned.get("status") == "WINDOW_ENDED":
+            if scanned.get("status") == "WINDOW_ENDED" and not scanned.get("decidedByFinishedRanges"):
                 raise AirflowSkipException(f"{self.scan_step}: {scanned.get('windowEnded')}; the next run goes on")
         cassandra_conf, environment = cassandra_environment(self.cassandra_conn_id)
         settings = CassandraSettings(

@@ -5,17 +5,21 @@ executors (one Spark task per range: a paged `SELECT ... WHERE token(pk) > ? AND
 consistency), each finished batch of ranges is written as parquet to the cycle's work folder, and each of its ranges
 is journalled as done in `james_consistency.run_ranges`. A run killed mid-way, or stopped at its window's end, leaves
 its finished ranges done: the next run of the same target and keyspace scans only the others (`fresh` starts over).
-When every range of every table is done, the diff runs over the kept rows exactly as over a connector scan, and the
-cycle is closed when the run ends.
+The tables are scanned in lockstep, a batch of ranges of each in turn, so that a window that ends part-way leaves the
+same ranges done in every table. When every range of every table is done, the diff runs over the kept rows exactly as
+over a connector scan, and the cycle is closed when the run ends. When the window ends first, what the finished
+ranges decide is diffed and fixed (see `in_ranges`); the rest waits for the cycle's end.
 
 Rows kept from an earlier night are older than the others; nothing is fixed from them without the live re-check of
 the candidate, so an old row costs at most a candidate that turns out consistent, and a change it missed is found by
 the next cycle.
 """
 
+import bisect
 import hashlib
 import logging
 import math
+import struct
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -49,6 +53,52 @@ def token_ranges(count: int) -> list[tuple[int, int]]:
     width = (MAX_TOKEN - MIN_TOKEN) // count
     bounds = [MIN_TOKEN + width * index for index in range(count)] + [MAX_TOKEN]
     return [(bounds[index], bounds[index + 1]) for index in range(count)]
+
+
+def _serialized(cql_type: str, value) -> bytes:
+    """A partition key component as Cassandra serializes it for its token."""
+    if cql_type in ("uuid", "timeuuid"):
+        return uuid.UUID(str(value)).bytes
+    if cql_type in ("text", "varchar", "ascii"):
+        return str(value).encode()
+    if cql_type in ("bigint", "counter"):
+        return struct.pack(">q", value)
+    if cql_type == "int":
+        return struct.pack(">i", value)
+    raise OperatorError(f"no token for a partition key of type {cql_type}")
+
+
+def murmur3_token(cql_types: tuple[str, ...], values: tuple) -> int | None:
+    """Cassandra's Murmur3 token of a partition key (None when a component is null)."""
+    from cassandra.murmur3 import murmur3
+
+    if any(value is None for value in values):
+        return None
+    parts = [_serialized(cql_type, value) for cql_type, value in zip(cql_types, values, strict=True)]
+    key = parts[0] if len(parts) == 1 else b"".join(struct.pack(">H", len(part)) + part + b"\0" for part in parts)
+    token = murmur3(key)
+    return MAX_TOKEN if token == MIN_TOKEN else token
+
+
+def range_index(count: int, token: int) -> int:
+    """The index of the range of `token_ranges(count)` that holds `token`."""
+    ends = [end for _, end in token_ranges(count)]
+    return bisect.bisect_left(ends, token)
+
+
+def in_ranges(frame: DataFrame, partition_key: dict[str, str], count: int, indexes: set[int]) -> DataFrame:
+    """The rows of `frame` whose partition (`partition_key`: column -> CQL type, in key order) falls in one of the
+    given ranges of `token_ranges(count)`. A Python function computes each row's token: used only for the part of a
+    cycle a window left unfinished."""
+    columns, cql_types = list(partition_key), tuple(partition_key.values())
+    ends = [end for _, end in token_ranges(count)]
+
+    def index_of(*values) -> int | None:
+        token = murmur3_token(cql_types, values)
+        return None if token is None else bisect.bisect_left(ends, token)
+
+    index = F.udf(index_of, T.IntegerType())(*(F.col(column) for column in columns))
+    return frame.where(index.isin(sorted(indexes)))
 
 
 def parse_until(text: str, now: datetime | None = None) -> float:
@@ -333,7 +383,7 @@ def partition_key(settings: CassandraSettings, keyspace: str, table: str) -> lis
 
 @dataclass
 class RangedScan:
-    """The tables a run reads, scanned in journalled token ranges into the cycle's work folder."""
+    """The tables a run reads, scanned in journalled token ranges into the cycle's work folder, in lockstep."""
 
     spark: SparkSession
     settings: CassandraSettings
@@ -370,49 +420,79 @@ class RangedScan:
             " (resumed)" if resumed else "",
         )
 
+    def _name(self, table: str, like: DataFrame) -> str:
+        return f"{table.lower()}-{hashlib.sha1(','.join(like.columns).encode()).hexdigest()[:8]}"
+
+    def _location(self, name: str) -> str:
+        return f"{self.work_dir}/tables/{name}"
+
+    @staticmethod
+    def _schema(like: DataFrame) -> T.StructType:
+        return T.StructType([T.StructField("range_index", T.IntegerType()), *like.schema.fields])
+
+    def scan(self, tables: list[tuple[str, DataFrame]]) -> None:
+        """Scan every table's unfinished ranges (`tables`: name and a lazy connector read giving the columns), a batch
+        of ranges of each table in turn. WindowEnded when the window ends first."""
+        self.progress.total = self.count * max(self.declared, len(tables))
+        batch_size = max(self.spark.sparkContext.defaultParallelism, 1) * 2
+        self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        bounds = token_ranges(self.count)
+        names = [self._name(table, like) for table, like in tables]
+        try:
+            for first in range(0, self.count, batch_size):
+                for (table, like), name in zip(tables, names, strict=True):
+                    done = self.done.setdefault(name, set())
+                    batch = [(index, *bounds[index]) for index in range(first, min(first + batch_size, self.count))]
+                    batch = [item for item in batch if item[0] not in done]
+                    if batch:
+                        self._scan_batch(table, like, batch)
+        finally:
+            self.progress.per_table = {name: len(self.done.get(name, ())) for name in names}
+        if self.progress.done < self.progress.total:  # the range budget ran out within the last batch
+            self.progress.window_ended = True
+            raise WindowEnded(self.progress)
+
+    def _scan_batch(self, table: str, like: DataFrame, batch: list[tuple[int, int, int]]) -> None:
+        if self.window.ended(self.progress.scanned):
+            self.progress.window_ended = True
+            raise WindowEnded(self.progress)
+        if self.window.max_ranges is not None:
+            batch = batch[: self.window.max_ranges - self.progress.scanned]
+        name = self._name(table, like)
+        location, schema = self._location(name), self._schema(like)
+        key = partition_key(self.settings, self.keyspace, table)
+        scan = scan_ranges(self.settings, self.keyspace, table, like.schema, key, self.consistency)
+        rows = self.spark.sparkContext.parallelize(batch, len(batch)).mapPartitions(scan)
+        self.spark.createDataFrame(rows, schema, verifySchema=False).write.mode("overwrite").partitionBy(
+            "range_index"
+        ).parquet(location)
+        indexes = [index for index, _, _ in batch]
+        counts = dict(
+            self.spark.read.schema(schema)
+            .parquet(location)
+            .where(F.col("range_index").isin(indexes))
+            .groupBy("range_index")
+            .count()
+            .collect()
+        )
+        self.journal.mark_done(name, [(index, start, end, counts.get(index, 0)) for index, start, end in batch])
+        self.done[name].update(indexes)
+        self.progress.done += len(batch)
+        self.progress.scanned += len(batch)
+
     def table(self, table: str, like: DataFrame) -> DataFrame:
-        """The table's rows (the columns of `like`, a lazy connector read giving the schema) once every range of it is
-        kept in the cycle's folder. WindowEnded when the window ends first."""
-        columns = ",".join(like.columns)
-        name = f"{table.lower()}-{hashlib.sha1(columns.encode()).hexdigest()[:8]}"
-        location = f"{self.work_dir}/tables/{name}"
-        done = self.done.setdefault(name, set())
-        self.progress.total = self.count * max(self.declared, len(self.done))
-        pending = [(index, *bounds) for index, bounds in enumerate(token_ranges(self.count)) if index not in done]
-        schema = T.StructType([T.StructField("range_index", T.IntegerType()), *like.schema.fields])
-        if pending:
-            key = partition_key(self.settings, self.keyspace, table)
-            scan = scan_ranges(self.settings, self.keyspace, table, like.schema, key, self.consistency)
-            batch_size = max(self.spark.sparkContext.defaultParallelism, 1) * 2
-            self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        for first in range(0, len(pending), batch_size if pending else 1):
-            if self.window.ended(self.progress.scanned):
-                self.progress.window_ended = True
-                raise WindowEnded(self.progress)
-            batch = pending[first : first + batch_size]
-            if self.window.max_ranges is not None:
-                batch = batch[: self.window.max_ranges - self.progress.scanned]
-            rows = self.spark.sparkContext.parallelize(batch, len(batch)).mapPartitions(scan)
-            self.spark.createDataFrame(rows, schema, verifySchema=False).write.mode("overwrite").partitionBy(
-                "range_index"
-            ).parquet(location)
-            indexes = [index for index, _, _ in batch]
-            counts = dict(
-                self.spark.read.schema(schema)
-                .parquet(location)
-                .where(F.col("range_index").isin(indexes))
-                .groupBy("range_index")
-                .count()
-                .collect()
-            )
-            self.journal.mark_done(name, [(index, start, end, counts.get(index, 0)) for index, start, end in batch])
-            done.update(indexes)
-            self.progress.done += len(batch)
-            self.progress.scanned += len(batch)
-        self.progress.per_table[name] = len(done)
+        """The rows the finished ranges of the table kept (the columns of `like`): all of it once the scan is done."""
+        location = self._location(self._name(table, like))
         if not _exists(self.spark, location):
             return self.spark.createDataFrame([], like.schema)
-        return self.spark.read.schema(schema).parquet(location).drop("range_index")
+        return self.spark.read.schema(self._schema(like)).parquet(location).drop("range_index")
+
+    def done_ranges(self, table: str, like: DataFrame) -> set[int]:
+        return set(self.done.get(self._name(table, like), set()))
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.progress.total) and self.progress.done >= self.progress.total
 
     def close(self) -> None:
         """The scan's cycle is over: the journal forgets it and its kept rows are deleted."""

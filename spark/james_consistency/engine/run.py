@@ -34,7 +34,15 @@ from james_consistency.cql import CassandraSettings, close, connect, require_tab
 from james_consistency.engine import apply as apply_module
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
 from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, plan_metrics
-from james_consistency.engine.ranges import Journal, RangedScan, RangeProgress, Window, WindowEnded
+from james_consistency.engine.ranges import (
+    Journal,
+    RangedScan,
+    RangeProgress,
+    Window,
+    WindowEnded,
+    in_ranges,
+    partition_key,
+)
 from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.errors import NotApplicable, OperatorError
 from james_consistency.paths import LOCAL_DIR
@@ -287,8 +295,6 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     judge(run, scanned)
     if options.mode == "check" or (options.mode == "repair" and not sum(run.report["inconsistencies"].values())):
         return _finish(run, PARTIAL if run.report.get("unreadableTruth") else COMPLETED)
-    if Window(options.until).ended():
-        return _window_ended(run, run.ranged.progress if run.ranged else RangeProgress())
     plan(run, scanned)
     with _stage(run, "re-check and fix"):
         outcomes = reconcile(run)
@@ -312,14 +318,12 @@ def scan(run: Run) -> Scan:
     and the plan measured on the way. Kept for a repair or verify that reuses it."""
     spec = run.spec
     with _stage(run, "scan"):
-        if _scans_in_ranges(run):
-            run.ranged = _ranged_scan(run)
-            run.ranged.start((*spec.truth.tables, spec.projection_table))
+        decided = _scan_ranges(run) if _scans_in_ranges(run) else None
         truth = spec.truth.scan(partial(_read, run))
         projection = _read_projection(run)
         truth_health = Observation(f"truth-{run.run_id}")
         observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
-        compared = diff_with_truth(spec, observed_truth, projection)
+        compared = diff_with_truth(spec, observed_truth, projection, decided)
         unreadable, unreadable_errors = 0, []
         if spec.unreadable is not None:
             compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
@@ -344,6 +348,43 @@ def _scans_in_ranges(run: Run) -> bool:
     """Token ranges asked for, or an unfinished ranged scan of this target and keyspace to resume (unless fresh)."""
     options = run.options
     return options.ranged or (not options.fresh and Journal(run.settings, run.spec.name, run.keyspace).unfinished())
+
+
+def _scan_ranges(run: Run):
+    """Scan the run's tables in journalled token ranges. None when every range is done; when the window ended first,
+    for a truth whose every expected row comes from one partition of its table, the filter of the expected rows the
+    finished ranges decide (their projection partition is scanned); WindowEnded for any other truth, or when no range
+    of the truth or of the projection is finished yet."""
+    spec = run.spec
+    run.ranged = _ranged_scan(run)
+    run.ranged.start((*spec.truth.tables, spec.projection_table))
+    tables = _tables_read(run)
+    try:
+        run.ranged.scan(tables)
+        return None
+    except WindowEnded:
+        projection_table, projection_like = tables[-1]
+        done = run.ranged.done_ranges(projection_table, projection_like)
+        if not (spec.truth.partition_local and done and run.ranged.done_ranges(*tables[0])):
+            raise
+    key = [name.strip('"') for name in partition_key(run.settings, run.keyspace, projection_table)]
+    key_types = {column: spec.projection.cql_types[column] for column in key}
+    run.report["decidedByFinishedRanges"] = True
+    log.warning("window ended: fixing what %d finished ranges decide; the rest waits for the cycle's end", len(done))
+    return lambda expected: in_ranges(expected, key_types, run.ranged.count, done)
+
+
+def _tables_read(run: Run) -> list[tuple[str, DataFrame]]:
+    """Every (table, columns as a lazy connector read) the run's truth and projection read, the projection last."""
+    tables = []
+
+    def record(table: str, columns: tuple[str, ...]) -> DataFrame:
+        tables.append((table, read_table(run.spark, run.keyspace, table, columns)))
+        return tables[-1][1]
+
+    run.spec.truth.scan(record)
+    record(run.spec.projection_table, run.spec.columns)
+    return tables
 
 
 def _ranged_scan(run: Run) -> RangedScan:
@@ -374,10 +415,14 @@ def _read_projection(run: Run) -> DataFrame:
     return spec.projection.view(projection) if spec.projection.view is not None else projection
 
 
-def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFrame) -> DataFrame:
-    """The projection the truth derives, compared with the one scanned, key by key."""
+def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFrame, decided=None) -> DataFrame:
+    """The projection the truth derives, compared with the one scanned, key by key. With `decided` (a filter of the
+    expected rows whose projection partition was scanned), only what a part of the ring decides: missing and
+    outdated rows there; an orphan's truth may lie in a part not scanned yet."""
     equivalent = spec.projection.equivalent
-    return compare(spec.derive(truth), projection, spec.key, spec.value_columns, equivalent() if equivalent else None)
+    expected = spec.derive(truth) if decided is None else decided(spec.derive(truth))
+    compared = compare(expected, projection, spec.key, spec.value_columns, equivalent() if equivalent else None)
+    return compared if decided is None else compared.where(F.col("kind").isNull() | (F.col("kind") != ORPHAN))
 
 
 def _write_candidates(run: Run, compared: DataFrame, truth: DataFrame, keys: Observation) -> None:
@@ -616,14 +661,19 @@ def _gate(run: Run, result: gates.GateResult) -> None:
     run.report.setdefault("gates", []).append(result.as_dict())
     log.info(result.summary())
     if not result.success:
+        if run.ranged is not None:
+            run.ranged.close()  # refused rows must not come back as the next run's truth
         raise GateFailed(_finish(run, FAILED))
 
 
 def _window_ended(run: Run, progress: RangeProgress) -> dict:
-    left = progress.total - progress.done
-    run.report["windowEnded"] = f"window ended, {left} ranges left" if left else "window ended before the re-check"
-    log.warning("%s: the next run goes on from here", run.report["windowEnded"])
+    _note_window_end(run, progress)
     return _finish(run, WINDOW_ENDED)
+
+
+def _note_window_end(run: Run, progress: RangeProgress) -> None:
+    run.report["windowEnded"] = f"window ended, {progress.total - progress.done} ranges left"
+    log.warning("%s: the next run goes on from here", run.report["windowEnded"])
 
 
 def _not_applicable(run: Run, reason: str) -> dict:
@@ -685,6 +735,10 @@ def _finish(run: Run, status: str) -> dict:
         run.spec.finish_report(report)
     if run.ranged is not None:
         progress = run.ranged.progress
+        if progress.window_ended and "windowEnded" not in report:
+            _note_window_end(run, progress)
+        if progress.window_ended and status == COMPLETED:
+            status = WINDOW_ENDED  # what the finished ranges decided is done; the rest waits for the next run
         report["ranges"] = progress.as_report()
         # A scan that went round the ring is done with, whatever the run became (a failed gate's rows must not be
         # resumed as tomorrow's truth); one stopped part-way stays journalled for the next run.

@@ -58,9 +58,16 @@ class Truth:
     columns: tuple[str, ...] = ()
     read: Callable[[Callable[[str, tuple[str, ...]], DataFrame]], DataFrame] | None = None
     extra_tables: tuple[str, ...] = ()
+    # Every expected projection row derives from the rows of ONE partition of `table` alone (a message row, a
+    # mailbox's ACL events): a part of the ring then decides the rows it derives, and a run whose window ended
+    # part-way fixes them. Aggregates over many partitions (counters, quotas, keywords) wait for the whole ring.
+    partition_local: bool = False
 
     def __post_init__(self):
         _require(bool(self.table), "a truth needs its table")
+        _require(
+            not (self.partition_local and self.extra_tables), f"truth {self.table}: partition-local reads one table"
+        )
         _require(bool(self.columns) or self.read is not None, f"truth {self.table}: name its columns or a reader")
         _require(
             not self.extra_tables or self.read is not None,

@@ -190,8 +190,13 @@ def _truth(generation: str) -> Truth:
     """Where the truth is read: eventStore holds every aggregate of James, of which only mailbox ACLs are kept."""
     truth_table, truth_columns = _truth_table(generation)
     if generation == "3.9":
-        return Truth(truth_table, truth_columns, read=lambda read: mailbox_acl_events(read(truth_table, truth_columns)))
-    return Truth(truth_table, truth_columns)
+        return Truth(
+            truth_table,
+            truth_columns,
+            read=lambda read: mailbox_acl_events(read(truth_table, truth_columns)),
+            partition_local=True,
+        )
+    return Truth(truth_table, truth_columns, partition_local=True)
 
 
 def _health(generation: str) -> TruthHealth:

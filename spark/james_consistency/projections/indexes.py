@@ -34,7 +34,7 @@ def _index_projection(
 
     return ProjectionSpec(
         name=name,
-        truth=Truth("imapUidTable", TRUTH_COLUMNS),
+        truth=Truth("imapUidTable", TRUTH_COLUMNS, partition_local=True),
         projection=Projection(table, key=key, columns=key, cql_types={"mailboxid": "timeuuid", uid_column: "bigint"}),
         derive=derive,
         recheck=recheck,

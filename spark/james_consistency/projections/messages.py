@@ -40,7 +40,7 @@ def message_projection(generation: str) -> ProjectionSpec:
 
     return ProjectionSpec(
         name="messages",
-        truth=Truth("imapUidTable", columns),
+        truth=Truth("imapUidTable", columns, partition_local=True),
         projection=Projection("messageIdTable", key=("mailboxid", "uid"), columns=columns, cql_types=cql_types),
         derive=derive,
         recheck=recheck,
