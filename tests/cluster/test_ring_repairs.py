@@ -1,14 +1,16 @@
-"""The message repair through spark:// on the 3-node ring: shipped code, a node lost mid-repair, two nodes lost."""
+"""The repairs through spark:// on the 3-node ring: messages (shipped code, a node lost mid-repair, two nodes lost), ACL
+and index repairs, and one Airflow DAG run whose Spark jobs go to the cluster."""
 
 import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
-from conftest import cli, cli_environment
+from conftest import CONTACT, cli, cli_environment
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
 
 SHIPPING_CONF = ("spark.files=", "spark.executorEnv.PYTHONPATH=")
@@ -159,4 +161,90 @@ def test_two_nodes_lost_the_run_fails_fast_and_the_next_run_converges(
     rerun = cli(ring, *repair_arguments(ring_keyspace, rerun_report), master=spark_standalone)
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
     assert json.loads(rerun_report.read_text())["status"] == "COMPLETED"
+    assert_projection_equals_truth(ring_cql, ring_keyspace)
+
+
+def break_kind(ring, keyspace: str, kind: str, rate: float, seed: int) -> list[dict]:
+    broken = cli(ring, "break", "--keyspace", keyspace, "--kind", kind, "--rate", str(rate),
+                 "--random-seed", str(seed))  # fmt: skip
+    assert broken.returncode == 0, broken.stderr[-2000:]
+    rows = json.loads(broken.stdout)["rows"]
+    assert rows, f"{kind} broke nothing"
+    return rows
+
+
+def quorum_rows(session, query: str, *arguments) -> list:
+    statement = SimpleStatement(query, consistency_level=ConsistencyLevel.LOCAL_QUORUM, fetch_size=5000)
+    return list(session.execute(statement, arguments, timeout=60))
+
+
+def test_the_acl_and_index_repairs_through_the_cluster_repair_the_ring(
+    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path
+):
+    lost_shares = break_kind(ring, ring_keyspace, "acl-user-missing", 0.5, 4)
+    lost_deletions = break_kind(ring, ring_keyspace, "deleted-missing", 0.5, 5)
+
+    for target, added_field, broken in (
+        ("acl", "addedUserMailboxACLEntries", lost_shares),
+        ("deleted", "addedEntries", lost_deletions),
+    ):
+        report = tmp_path / f"{target}.json"
+        repaired = cli(ring, "repair", target, "--keyspace", ring_keyspace, "--report", str(report),
+                       "--recheck-delay", "1", master=spark_standalone)  # fmt: skip
+        assert repaired.returncode == 0, (repaired.stdout + repaired.stderr)[-3000:]
+        figures = json.loads(report.read_text())
+        assert figures["status"] == "COMPLETED", figures
+        assert figures[added_field] == len(broken), (target, figures["inconsistencies"])
+
+    for share in lost_shares:
+        rights = quorum_rows(
+            ring_cql,
+            f"SELECT rights FROM {ring_keyspace}.usermailboxacl WHERE username = %s AND mailboxid = %s",
+            share["userName"],
+            uuid.UUID(share["mailboxId"]),
+        )
+        assert [row.rights for row in rights] == [share["before"]["rights"]], share
+    deleted_truth = {
+        (row.mailboxid, row.uid)
+        for row in quorum_rows(ring_cql, f"SELECT mailboxid, uid, flagdeleted FROM {ring_keyspace}.imapuidtable")
+        if row.flagdeleted
+    }
+    deleted_index = {
+        (row.mailboxid, row.uid)
+        for row in quorum_rows(ring_cql, f"SELECT mailboxid, uid FROM {ring_keyspace}.messagedeleted")
+    }
+    assert deleted_truth and deleted_index == deleted_truth
+
+
+def test_a_dag_run_through_airflow_repairs_the_ring_on_the_cluster(
+    ring, spark_standalone, ring_cql, ring_keyspace, monkeypatch
+):
+    from airflow.dag_processing.dagbag import DagBag
+    from james_consistency.paths import PROJECT_ROOT
+    from support.dag_runs import report_summary, task_states
+
+    broken = break_projection(ring, ring_keyspace, 0.05, 6)
+    host, port = spark_standalone.removeprefix("spark://").split(":")
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", f"cassandra://{CONTACT}:{ring.native_port}")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": f"spark://{host}", "port": int(port)})
+    )
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    dag = DagBag(str(PROJECT_ROOT / "dags")).get_dag("message_consistency")
+
+    started = time.perf_counter()
+    run = dag.test(run_conf={"keyspace": ring_keyspace, "recheck_delay_seconds": 1, "max_destructive_share": 0.5})
+    print(f"message_consistency DAG run on the cluster: {time.perf_counter() - started:.0f}s")
+
+    assert str(run.state) == "success", task_states(run)
+    assert task_states(run) == {
+        "check": "success",
+        "anything_to_repair": "success",
+        "repair": "success",
+        "verify": "success",
+        "report": "success",
+    }
+    summary = report_summary(run)
+    assert summary["repair"]["addedMessageIdEntries"] == broken
+    assert summary["verify"]["remainingInconsistencies"] == 0
     assert_projection_equals_truth(ring_cql, ring_keyspace)
