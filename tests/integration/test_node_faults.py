@@ -20,9 +20,10 @@ from support.messages import platform, projection, truth
 
 FAULT_NODE = LocalNode(
     home=LOCAL_DIR / "fault-cassandra",
-    native_port=int(os.environ.get("JAMES_FAULT_CASSANDRA_PORT", 39042)),
-    storage_port=37000,
-    jmx_port=37199,
+    # Apart from the local ring's ports (39042, 37000, 37199+), which a cluster test may have left running.
+    native_port=int(os.environ.get("JAMES_FAULT_CASSANDRA_PORT", 38042)),
+    storage_port=38000,
+    jmx_port=38199,
     heap="768M",
     skip_sync=False,  # the node is stopped and restarted: what it acknowledged must survive
 )
