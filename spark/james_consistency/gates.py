@@ -87,11 +87,18 @@ def load_suite(name: str):
 
 def validate(frame, suite_name: str, parameters: dict | None = None, asset: str | None = None) -> GateResult:
     """Validate a Spark DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
-    checkpoint = gate_checkpoint(suite_name, asset or suite_name)
+    from great_expectations.exceptions.resource_freshness import ResourceFreshnessAggregateError
+
     # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
     # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
     prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
-    result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=parameters or {})
+    arguments = {"batch_parameters": {"dataframe": frame}, "expectation_parameters": parameters or {}}
+    try:
+        result = gate_checkpoint(suite_name, asset or suite_name).run(**arguments)
+    except ResourceFreshnessAggregateError:
+        # Another process (a job sharing this GX root) saved the suite again since this one built its objects.
+        forget_gate_objects()
+        result = gate_checkpoint(suite_name, asset or suite_name).run(**arguments)
     root = gx_root() / "gx" / "uncommitted"
     return GateResult(
         name=suite_name,
@@ -131,6 +138,12 @@ def gate_checkpoint(suite_name: str, asset_name: str):
             )
         )
     return _CHECKPOINTS[key]
+
+
+def forget_gate_objects() -> None:
+    """Build the GX objects again on the next gate (from the repository's suites)."""
+    _SUITES.clear()
+    _CHECKPOINTS.clear()
 
 
 def _suite(name: str):
