@@ -85,20 +85,31 @@ def load_suite(name: str):
     return gx.ExpectationSuite(**document)
 
 
+def validate_figures(
+    figures: dict, suite_name: str, parameters: dict | None = None, asset: str | None = None
+) -> GateResult:
+    """Validate one row of figures (measured during a scan) against a suite: in pandas, as a one-row table needs no
+    Spark job (each expectation on a Spark DataFrame costs a few Spark jobs: about 2 s a gate)."""
+    import pandas
+
+    return validate(pandas.DataFrame([figures]), suite_name, parameters, asset)
+
+
 def validate(frame, suite_name: str, parameters: dict | None = None, asset: str | None = None) -> GateResult:
-    """Validate a Spark DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
+    """Validate a Spark (or pandas) DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
     from great_expectations.exceptions.resource_freshness import ResourceFreshnessAggregateError
 
     # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
     # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
     prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
     arguments = {"batch_parameters": {"dataframe": frame}, "expectation_parameters": parameters or {}}
+    engine = _engine(frame)
     try:
-        result = gate_checkpoint(suite_name, asset or suite_name).run(**arguments)
+        result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
     except ResourceFreshnessAggregateError:
         # Another process (a job sharing this GX root) saved the suite again since this one built its objects.
         forget_gate_objects()
-        result = gate_checkpoint(suite_name, asset or suite_name).run(**arguments)
+        result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
     root = gx_root() / "gx" / "uncommitted"
     return GateResult(
         name=suite_name,
@@ -116,18 +127,24 @@ _SUITES: dict = {}
 _CHECKPOINTS: dict = {}
 
 
-def gate_checkpoint(suite_name: str, asset_name: str):
+def _engine(frame) -> str:
+    """The GX data source a frame is validated in: `pandas` for a pandas DataFrame, `spark` otherwise."""
+    return "pandas" if type(frame).__module__.startswith("pandas") else "spark"
+
+
+def gate_checkpoint(suite_name: str, asset_name: str, engine: str = "spark"):
     """The checkpoint that validates a whole DataFrame of `asset_name` against the suite: one validation definition
     and checkpoint per (suite, asset), as projections of one truth share its suite; built on the first gate of this
     process (from the repository's suite) and reused by the next ones."""
-    key = (str(gx_root()), suite_name, asset_name)
+    key = (str(gx_root()), suite_name, asset_name, engine)
     if key not in _CHECKPOINTS:
         import great_expectations as gx
 
         context = _context()
         name = suite_name if asset_name == suite_name else f"{suite_name}-{asset_name}"
+        data = _whole_dataframe(context, asset_name, engine)
         definition = context.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=name, data=_whole_dataframe(context, asset_name), suite=_suite(suite_name))
+            gx.ValidationDefinition(name=name, data=data, suite=_suite(suite_name))
         )
         _CHECKPOINTS[key] = context.checkpoints.add_or_update(
             gx.Checkpoint(
@@ -154,13 +171,14 @@ def _suite(name: str):
     return _SUITES[key]
 
 
-def _whole_dataframe(context, asset_name: str):
-    """The batch definition `whole` of the Spark DataFrame asset `asset_name` (data source `spark`), fetched by name
-    or added."""
+def _whole_dataframe(context, asset_name: str, engine: str = "spark"):
+    """The batch definition `whole` of the DataFrame asset `asset_name` of the data source `engine` (spark or
+    pandas), fetched by name or added."""
     try:
-        source = context.data_sources.get("spark")
+        source = context.data_sources.get(engine)
     except (KeyError, LookupError, ValueError):
-        source = context.data_sources.add_spark(name="spark")
+        add = context.data_sources.add_pandas if engine == "pandas" else context.data_sources.add_spark
+        source = add(name=engine)
     try:
         data_asset = source.get_asset(asset_name)
     except LookupError:

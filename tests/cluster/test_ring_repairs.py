@@ -168,7 +168,7 @@ def break_kind(ring, keyspace: str, kind: str, rate: float, seed: int) -> list[d
     broken = cli(ring, "break", "--keyspace", keyspace, "--kind", kind, "--rate", str(rate),
                  "--random-seed", str(seed))  # fmt: skip
     assert broken.returncode == 0, broken.stderr[-2000:]
-    rows = json.loads(broken.stdout)["rows"]
+    rows = json.loads(Path(json.loads(broken.stdout)["path"]).read_text())["rows"]  # the manifest
     assert rows, f"{kind} broke nothing"
     return rows
 

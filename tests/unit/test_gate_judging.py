@@ -1,5 +1,6 @@
-"""What a gate's verdict turns into (GateResult), judged by Great Expectations on a one-row figures DataFrame as the
-engine builds it, without Cassandra: the expectation that failed, on which column, what was observed."""
+"""What a gate's verdict turns into (GateResult), judged by Great Expectations on the one row of figures the engine
+measured (validate_figures) or on a Spark DataFrame, without Cassandra: the expectation that failed, on which column,
+what was observed."""
 
 import pytest
 from james_consistency import gates
@@ -15,7 +16,6 @@ HEALTHY_TRUTH = {
     "negative_modseq": 0,
     "duplicate_truth_keys": 0,
 }
-PLAN = "destructive_share double, destructive_rows long, projection_rows long"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,8 +28,8 @@ def gx_root(tmp_path_factory):
         yield root
 
 
-def test_a_healthy_truth_passes_every_expectation_of_its_suite(spark):
-    result = gates.validate(spark.createDataFrame([HEALTHY_TRUTH]), "messages_truth_health")
+def test_a_healthy_truth_passes_every_expectation_of_its_suite():
+    result = gates.validate_figures(HEALTHY_TRUTH, "messages_truth_health")
 
     assert (result.name, result.success, result.evaluated, result.failed_expectations) == (
         "messages_truth_health",
@@ -40,10 +40,10 @@ def test_a_healthy_truth_passes_every_expectation_of_its_suite(spark):
     assert result.summary() == "gate messages_truth_health: passed (7 expectations)"
 
 
-def test_each_failed_expectation_names_its_column_and_what_was_observed(spark):
+def test_each_failed_expectation_names_its_column_and_what_was_observed():
     figures = {**HEALTHY_TRUTH, "uid_below_1": 2, "duplicate_truth_keys": 1}
 
-    result = gates.validate(spark.createDataFrame([figures]), "messages_truth_health", asset="messages_truth_health")
+    result = gates.validate_figures(figures, "messages_truth_health", asset="messages_truth_health")
 
     assert not result.success
     assert result.evaluated == 7
@@ -58,11 +58,11 @@ def test_each_failed_expectation_names_its_column_and_what_was_observed(spark):
     assert "uid_below_1" in result.summary() and "duplicate_truth_keys" in result.summary()
 
 
-def test_the_plan_safety_threshold_is_a_parameter_of_the_run(spark):
-    plan = spark.createDataFrame([(0.25, 5, 20)], PLAN)
+def test_the_plan_safety_threshold_is_a_parameter_of_the_run():
+    plan = {"destructive_share": 0.25, "destructive_rows": 5, "projection_rows": 20}
 
-    too_destructive = gates.validate(plan, "plan_safety", {"max_destructive_share": 0.1})
-    allowed = gates.validate(plan, "plan_safety", {"max_destructive_share": 1.0})
+    too_destructive = gates.validate_figures(plan, "plan_safety", {"max_destructive_share": 0.1})
+    allowed = gates.validate_figures(plan, "plan_safety", {"max_destructive_share": 1.0})
 
     assert not too_destructive.success
     assert [(f["target"], f["observed"], f["sample"]) for f in too_destructive.failed_expectations] == [
@@ -71,8 +71,8 @@ def test_the_plan_safety_threshold_is_a_parameter_of_the_run(spark):
     assert allowed.success and allowed.failed_expectations == []
 
 
-def test_results_and_data_docs_are_kept_under_the_gx_root(spark, gx_root):
-    result = gates.validate(spark.createDataFrame([HEALTHY_TRUTH]), "messages_truth_health")
+def test_results_and_data_docs_are_kept_under_the_gx_root(gx_root):
+    result = gates.validate_figures(HEALTHY_TRUTH, "messages_truth_health")
 
     assert result.results_dir == str(gx_root / "gx" / "uncommitted" / "validations" / "messages_truth_health")
     assert result.data_docs == str(gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html")

@@ -19,13 +19,13 @@ def plan(spark, share: float):
     )
 
 
-def test_a_gate_runs_after_another_process_saved_its_suite(spark, tmp_path, monkeypatch):
+def test_a_gate_runs_after_another_process_saved_its_suite(tmp_path, monkeypatch):
     monkeypatch.setenv("JAMES_GX_ROOT", str(tmp_path))
     monkeypatch.setenv("GX_ANALYTICS_ENABLED", "false")
-    assert gates.validate(plan(spark, 0.01), "plan_safety", {"max_destructive_share": 0.05}).success
+    assert gates.validate_figures(plan(0.01), "plan_safety", {"max_destructive_share": 0.05}).success
 
     subprocess.run([sys.executable, "-c", SAVE_AGAIN.format(root=str(tmp_path))], check=True)
 
-    assert gates.validate(plan(spark, 0.01), "plan_safety", {"max_destructive_share": 0.05}).success
-    refused = gates.validate(plan(spark, 0.5), "plan_safety", {"max_destructive_share": 0.05})
+    assert gates.validate_figures(plan(0.01), "plan_safety", {"max_destructive_share": 0.05}).success
+    refused = gates.validate_figures(plan(0.5), "plan_safety", {"max_destructive_share": 0.05})
     assert not refused.success and refused.failed_expectations[0]["target"] == "destructive_share"

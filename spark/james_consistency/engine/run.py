@@ -504,9 +504,7 @@ def judge(run: Run, scanned: Scan) -> None:
         if scanned.unreadable_errors:
             report["errors"] = list(scanned.unreadable_errors)
     if options.gates_enabled:
-        result = gates.validate(
-            run.spark.createDataFrame([scanned.health]), spec.health.suite, asset=f"{spec.name}_truth_health"
-        )
+        result = gates.validate_figures(scanned.health, spec.health.suite, asset=f"{spec.name}_truth_health")
         if not result.success and scanned.truth is not None:
             result.sample_rows = _problem_sample(scanned.truth, spec, options.sample_size)
         _gate(run, result)
@@ -548,11 +546,12 @@ def plan(run: Run, scanned: Scan) -> None:
     if options.gates_enabled:
         planned = run.report["plan"]
         threshold = 1.0 if options.allow_destructive else options.max_destructive_share
-        plan_frame = run.spark.createDataFrame(
-            [(float(planned["destructiveShare"]), planned["destructiveRows"], scanned.metrics["projection_rows"])],
-            "destructive_share double, destructive_rows long, projection_rows long",
-        )
-        _gate(run, gates.validate(plan_frame, "plan_safety", {"max_destructive_share": threshold}))
+        figures = {
+            "destructive_share": float(planned["destructiveShare"]),
+            "destructive_rows": planned["destructiveRows"],
+            "projection_rows": scanned.metrics["projection_rows"],
+        }
+        _gate(run, gates.validate_figures(figures, "plan_safety", {"max_destructive_share": threshold}))
     _wait_until(scanned.finished_at + options.recheck_delay_seconds)
 
 

@@ -220,7 +220,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: MailboxOp
     report.update(r.describe(first.sample, first.counts))
     report["inconsistencyCount"] = sum(first.counts.values())
     if options.gates_enabled:
-        _gate(report, gates.validate(spark.createDataFrame([first.health]), "mailbox_health"))
+        _gate(report, gates.validate_figures(first.health, "mailbox_health"))
     if options.mode == "check":
         return _check(spark, report, first, options, policy, work_dir)
     if options.mode == "verify":
