@@ -13,10 +13,8 @@ context.suites.add_or_update(load_suite("plan_safety"))
 """
 
 
-def plan(spark, share: float):
-    return spark.createDataFrame(
-        [(share, 1, 100)], "destructive_share double, destructive_rows long, projection_rows long"
-    )
+def plan(share: float) -> dict:
+    return {"destructive_share": share, "destructive_rows": 1, "projection_rows": 100}
 
 
 def test_a_gate_runs_after_another_process_saved_its_suite(tmp_path, monkeypatch):
