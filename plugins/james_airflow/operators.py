@@ -96,7 +96,12 @@ class ConsistencyJobOperator(SparkSubmitOperator):
     def execute(self, context):
         from james_consistency.cql import CassandraSettings
         from james_consistency.paths import spark_jars
-        from james_consistency.spark_env import cluster_shipping_conf, connector_conf, driver_java_options
+        from james_consistency.spark_env import (
+            cluster_shipping_conf,
+            connector_conf,
+            driver_java_options,
+            local_driver_conf,
+        )
 
         report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
         report.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +125,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             **connector_conf(settings),
             # On a cluster the executors get the product zip and a Python of their own (nothing of this machine).
             **cluster_shipping_conf(master),
+            **local_driver_conf(master),
             "spark.driver.extraJavaOptions": driver_java_options(quick_jit=True),
             **self._user_conf,
         }

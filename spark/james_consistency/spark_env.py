@@ -51,6 +51,14 @@ def cluster_shipping_conf(master: str) -> dict[str, str]:
     }
 
 
+def local_driver_conf(master: str) -> dict[str, str]:
+    """What a local[*] job's driver gets: the connector jars on the JVM's own class path too (classes the JVM's class
+    loader reads can come from the class archive; those of --jars cannot). Empty for a cluster master."""
+    if is_cluster(master):
+        return {}
+    return {"spark.driver.extraClassPath": os.pathsep.join(str(jar) for jar in spark_jars())}
+
+
 def use_this_interpreter() -> None:
     """Point Spark at the interpreter and pyspark this code runs from, so a command run by its path (cron, systemd,
     another tool) works without `scripts/env.sh`: spark-submit otherwise looks for SPARK_HOME and the driver's Python
@@ -129,14 +137,15 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
 
     use_this_interpreter()
     require_java()
+    master = master or os.environ.get("SPARK_MASTER", "local[*]")
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .master(master)
         .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.driver.extraJavaOptions", driver_java_options())
     )
-    for key, value in connector_conf(settings).items():
+    for key, value in {**connector_conf(settings), **local_driver_conf(master)}.items():
         builder = builder.config(key, value)
     for key, value in connector_secrets(settings).items():
         builder = builder.config(key, value)
@@ -164,8 +173,8 @@ def spark_submit_command(
         "--driver-java-options",
         driver_java_options(quick_jit=True),
     ]
-    master = master or os.environ.get("SPARK_MASTER", "local[*]")
-    for key, value in {**connector_conf(settings), **cluster_shipping_conf(master)}.items():
+    conf = {**connector_conf(settings), **cluster_shipping_conf(master), **local_driver_conf(master)}
+    for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry_point), *arguments]
 
@@ -188,7 +197,8 @@ def _class_archive_stamp() -> str:
     from pyspark.version import __version__ as spark_version
 
     java = subprocess.run([require_java(), "-version"], capture_output=True, text=True, check=True)
-    return f"{java.stderr.splitlines()[0]}; spark {spark_version}\n"
+    jars = " ".join(sorted(jar.name for jar in spark_jars()))
+    return f"{java.stderr.splitlines()[0]}; spark {spark_version}; {jars}\n"
 
 
 def ensure_class_archive() -> Path | None:
@@ -205,8 +215,9 @@ def ensure_class_archive() -> Path | None:
 
 
 def build_class_archive() -> Path:
-    """Archive the classes a small local Spark SQL job loads (no Cassandra needed) into CLASS_ARCHIVE, for the
-    driver JVMs of later jobs (Java's dynamic class data sharing). Written aside, then renamed into place."""
+    """Archive the classes a small local Spark SQL job loads (the connector's too, up to its connection, which fails:
+    no Cassandra needed) into CLASS_ARCHIVE, for the driver JVMs of later jobs (Java's dynamic class data sharing).
+    Written aside, then renamed into place."""
     import subprocess
 
     use_this_interpreter()
@@ -219,8 +230,14 @@ def build_class_archive() -> Path:
         "local[2]",
         "--driver-java-options",
         options + " -Xlog:cds+dynamic=off",
+        "--driver-class-path",
+        os.pathsep.join(str(jar) for jar in spark_jars()),
         "--conf",
         "spark.ui.enabled=false",
+        "--conf",
+        "spark.cassandra.connection.port=1",  # nothing listens: the connector loads its classes, then gives up
+        "--conf",
+        "spark.cassandra.connection.timeoutMS=500",
         str(JOBS_DIR / "class_archive_warm_up.py"),
     ]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)

@@ -1,5 +1,6 @@
 """A small local Spark SQL job whose loaded classes `spark_env.build_class_archive` archives for later driver JVMs:
-the session, a shuffle, a join, observations and a parquet round trip, as a repair job uses them."""
+the session, a shuffle, a join, observations, a parquet round trip, a text write, and the Cassandra connector up to
+its connection (to a port where nothing listens), as a repair job uses them."""
 
 import tempfile
 
@@ -15,4 +16,9 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         joined.write.mode("overwrite").parquet(folder + "/rows")
         spark.read.parquet(folder + "/rows").repartition(2).groupBy("k").count().collect()
+        spark.createDataFrame([("x",)], "value string").coalesce(1).write.mode("overwrite").text(folder + "/text")
+    try:
+        spark.read.format("org.apache.spark.sql.cassandra").options(keyspace="system", table="local").load().count()
+    except Exception:  # noqa: BLE001 - expected: no Cassandra here, only its classes were wanted
+        pass
     spark.stop()

@@ -3,6 +3,7 @@ run's options; a run's status becomes the job's exit code, its report a file and
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from james_airflow.operators import job_arguments
@@ -127,3 +128,24 @@ def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_th
         "gate mailbox_repaired FAILED: [{'target': 'kind'}]",
         f"report: {tmp_path / 'reports' / 'r.json'}",
     ]
+
+
+def test_a_local_job_has_the_connector_on_its_class_path_a_cluster_job_ships_its_code(monkeypatch):
+    from james_consistency.cql import CassandraSettings
+    from james_consistency.paths import spark_jars
+    from james_consistency.spark_env import spark_submit_command
+
+    monkeypatch.setenv("SPARK_PY_FILES", "/opt/james/james_consistency.zip")
+    settings = CassandraSettings(host="127.0.0.1", port=9042)
+
+    def conf(master: str) -> dict[str, str]:
+        command = spark_submit_command(Path("job.py"), [], settings, master=master)
+        pairs = [command[index + 1] for index, part in enumerate(command) if part == "--conf"]
+        return dict(pair.split("=", 1) for pair in pairs)
+
+    local, cluster = conf("local[*]"), conf("spark://spark-master:7077")
+    assert local["spark.driver.extraClassPath"].split(":") == [str(jar) for jar in spark_jars()]
+    assert "spark.files" not in local
+    assert "spark.driver.extraClassPath" not in cluster
+    assert cluster["spark.files"] == "/opt/james/james_consistency.zip"
+    assert cluster["spark.executorEnv.PYTHONPATH"] == "james_consistency.zip"

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.engine import work_folder
 from james_consistency.engine.live import with_retries
 from james_consistency.errors import OperatorError
 
@@ -483,7 +484,7 @@ class RangedScan:
     def table(self, table: str, like: DataFrame) -> DataFrame:
         """The rows the finished ranges of the table kept (the columns of `like`): all of it once the scan is done."""
         location = self._location(self._name(table, like))
-        if not _exists(self.spark, location):
+        if not work_folder.exists(self.spark, location):
             return self.spark.createDataFrame([], like.schema)
         return self.spark.read.schema(self._schema(like)).parquet(location).drop("range_index")
 
@@ -497,21 +498,4 @@ class RangedScan:
     def close(self) -> None:
         """The scan's cycle is over: the journal forgets it and its kept rows are deleted."""
         self.journal.close_cycle()
-        _delete(self.spark, self.work_dir)
-
-
-def _hadoop_path(spark: SparkSession, url: str):
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(url)
-    return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def _exists(spark: SparkSession, url: str) -> bool:
-    path, filesystem = _hadoop_path(spark, url)
-    return filesystem.exists(path)
-
-
-def _delete(spark: SparkSession, url: str) -> None:
-    path, filesystem = _hadoop_path(spark, url)
-    if filesystem.exists(path):
-        filesystem.delete(path, True)
+        work_folder.delete(self.spark, self.work_dir)

@@ -32,6 +32,7 @@ from james_consistency import gates
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS
 from james_consistency.cql import CassandraSettings, close, connect, require_tables, table_names
 from james_consistency.engine import apply as apply_module
+from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
 from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, plan_metrics
 from james_consistency.engine.ranges import (
@@ -483,12 +484,11 @@ def _leave_unreadable_truth_alone(run: Run, truth: DataFrame, compared: DataFram
 
 
 def _write_json(spark: SparkSession, url: str, document: dict) -> None:
-    text = json.dumps(document, default=str)
-    spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(url)
+    work_folder.write_text(spark, url, json.dumps(document, default=str))
 
 
 def _read_json(spark: SparkSession, url: str) -> dict:
-    return json.loads(spark.read.text(url).first()["value"])
+    return json.loads(work_folder.read_text(spark, url))
 
 
 # ---- 2. judge -----------------------------------------------------------------------------------------------------
