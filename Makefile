@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
 SHELL := /bin/bash
-.PHONY: setup run test lint format bench ui traffic cluster-test
+.PHONY: setup run test test-end-to-end lint format bench ui traffic cluster-test
 
 setup:
 	@scripts/setup.sh
@@ -11,6 +11,10 @@ run: setup
 
 test: setup
 	@scripts/test.sh
+
+# The end-to-end stories (marker end_to_end) and the cluster layer; CI runs them after `make test`.
+test-end-to-end: setup
+	@scripts/test.sh end-to-end
 
 lint: setup
 	@. scripts/env.sh && ruff check . && ruff format --check .
@@ -29,6 +33,6 @@ traffic: setup
 	@. scripts/env.sh && pytest -s -q tests/integration/test_live_traffic.py
 
 # The repairs through a local Spark standalone cluster on a local 3-node Cassandra ring (started and stopped by the
-# tests; see README "A Cassandra ring and a Spark cluster"). Not part of `make test`.
+# tests; see README "A Cassandra ring and a Spark cluster"). Also the second half of `make test-end-to-end`.
 cluster-test: setup
-	@. scripts/env.sh && JAMES_TEST_KEEP_NODE=1 pytest -q -p no:cacheprovider tests/cluster
+	@. scripts/env.sh && pytest -q -p no:cacheprovider tests/cluster

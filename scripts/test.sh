@@ -1,13 +1,37 @@
 #!/usr/bin/env bash
-# The test suite: lint, then every test against a real local Cassandra node (started by the pytest session
-# fixture on port 19042 and stopped at the end), real Spark and real Airflow. Extra arguments go to pytest.
+# The tests, against a real local Cassandra node (started by the pytest session fixture on port 19042 and stopped at
+# the end), real Spark and real Airflow. Extra arguments go to pytest.
+#   scripts/test.sh              lint, then the suite (tests/unit, tests/integration, tests/dags) without the
+#                                end-to-end stories
+#   scripts/test.sh end-to-end   the end-to-end stories (several Airflow runs, James's harness, the UI, live traffic,
+#                                the bench), then the cluster layer (tests/cluster: a local 3-node ring and a Spark
+#                                standalone cluster, in a pytest session of its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-ruff check .
-ruff format --check .
-started=$(date +%s)
-status=0
-pytest --durations=25 "$@" || status=$?
-echo "test suite: $(( $(date +%s) - started ))s, pytest exit code $status"
-exit $status
+layer="suite"
+if [ "${1:-}" = "end-to-end" ]; then
+  layer="end-to-end"
+  shift
+fi
+
+run() {
+  local name="$1"
+  shift
+  local started status=0
+  started=$(date +%s)
+  pytest -p no:cacheprovider --durations=25 "$@" || status=$?
+  echo "test $name: $(( $(date +%s) - started ))s, pytest exit code $status"
+  return $status
+}
+
+if [ "$layer" = "suite" ]; then
+  ruff check .
+  ruff format --check .
+  run suite -m "not end_to_end" "$@"
+else
+  status=0
+  run end-to-end -m end_to_end "$@" || status=$?
+  run cluster tests/cluster "$@" || status=$?
+  exit $status
+fi

@@ -8,6 +8,7 @@ import json
 import os
 import time
 
+import pytest
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from support.dag_runs import report_summary, task_states
@@ -66,6 +67,7 @@ def break_acls(cassandra_settings, keyspace, tmp_path, kinds) -> None:
         assert manifest["count"] > 0, kind
 
 
+@pytest.mark.end_to_end
 def test_a_refused_truth_stops_both_branches_before_writing_then_both_projections_are_repaired(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
@@ -140,6 +142,7 @@ def test_a_refused_truth_stops_both_branches_before_writing_then_both_projection
         assert summary[f"verify_{target}"]["remainingInconsistencies"] == 0, target
 
 
+@pytest.mark.end_to_end
 def test_a_35_keyspace_repairs_user_mailbox_acl_and_skips_aclv2(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):

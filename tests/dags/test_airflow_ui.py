@@ -16,6 +16,8 @@ from james_consistency_kit.local_airflow import airflow_standalone
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths
 from support.messages import platform, projection
 
+pytestmark = pytest.mark.end_to_end
+
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 ADMIN, ADMIN_PASSWORD = "admin", "ui-test-admin"
 APPROVER, APPROVER_PASSWORD = "approver", "ui-test-approver"

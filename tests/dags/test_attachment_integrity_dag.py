@@ -35,6 +35,7 @@ def as_uuid(attachment_id: str) -> uuid.UUID:
     return uuid.UUID(bytes=hashlib.md5(attachment_id.encode()).digest(), version=3)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.skipif(not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built")
 def test_a_lost_attachment_alerts_and_the_derivable_references_are_still_repaired(
     dagbag, airflow_against_test_node, cql, cassandra_settings, new_keyspace

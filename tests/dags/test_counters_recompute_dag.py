@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
@@ -76,6 +77,7 @@ def seeded(cassandra_settings, spark, keyspace, tmp_path, *kinds) -> None:
         assert manifest["count"] > 0, kind
 
 
+@pytest.mark.end_to_end
 def test_the_night_message_repair_announces_its_keyspace_then_counters_and_quotas_are_recomputed(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):

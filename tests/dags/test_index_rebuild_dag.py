@@ -1,5 +1,6 @@
 """A whole index_rebuild run: each index repaired independently; one stopped by its safety gate stops no other."""
 
+import pytest
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 
@@ -24,6 +25,7 @@ def applicable_flags(cql, keyspace):
     return {row.mailboxid: set(row.userflags) for row in rows if row.userflags}
 
 
+@pytest.mark.end_to_end
 def test_one_failed_rebuild_does_not_stop_the_others(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):

@@ -181,6 +181,7 @@ def broken_keyspace(cql, new_keyspace):
     return keyspace, ids
 
 
+@pytest.mark.end_to_end
 def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
     mailbox_dag, api, cql, broken_keyspace, airflow_against_test_node
 ):

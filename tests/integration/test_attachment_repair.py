@@ -137,6 +137,7 @@ def test_missing_references_are_rewritten_and_lost_attachments_reported(
     assert message_ids_of_attachments(cql, keyspace, version) == after
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("version", [harness("3.8.1")])
 def test_attachments_james_deleted_under_a_kept_message_are_reported_and_nothing_is_deleted(
     cql, cassandra_settings, spark, new_keyspace, version

@@ -8,9 +8,10 @@ from james_consistency.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench import bench_keyspace, bench_messages, bench_projection
 
-pytestmark = pytest.mark.skipif(
-    not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built (make setup)"
-)
+pytestmark = [
+    pytest.mark.end_to_end,
+    pytest.mark.skipif(not james_harness.is_built("3.8.1"), reason="the James 3.8.1 harness is not built (make setup)"),
+]
 
 
 @pytest.fixture

@@ -94,6 +94,7 @@ def test_james_381_tables_match_the_project_39_schema(cql, cassandra_settings, n
     assert {"quotacurrentvalue", "quotalimit"} <= set(project)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("version", VERSIONS)
 def test_james_seed_writes_tables_that_agree(cql, cassandra_settings, new_keyspace, version):
     keyspace = new_keyspace("jseed")
@@ -155,6 +156,7 @@ def assert_acl_projections_follow_the_events(cql, keyspace, events):
     assert user_rights and user_rights == expected
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("version", VERSIONS)
 def test_james_break_then_james_solve_messages(cql, cassandra_settings, new_keyspace, version, tmp_path):
     keyspace = new_keyspace("jbreak")

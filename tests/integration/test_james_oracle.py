@@ -14,6 +14,8 @@ from james_consistency.mailboxes.job import MailboxOptions
 from james_consistency.mailboxes.job import execute as execute_mailboxes
 from james_consistency_kit import james_harness
 
+pytestmark = pytest.mark.end_to_end
+
 
 def harness(version: str):
     reason = f"the James {version} harness is not built (make setup builds james/harness-{version})"

@@ -7,6 +7,7 @@ import multiprocessing
 import time
 import uuid
 
+import pytest
 from james_consistency.cql import close, connect
 from james_consistency.engine.run import RunOptions, execute
 from james_consistency.schema import create_schema
@@ -14,6 +15,8 @@ from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer
 from support import messages
+
+pytestmark = pytest.mark.end_to_end
 
 TARGETS = ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags")
 FAULTS = (
