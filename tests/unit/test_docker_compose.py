@@ -1,10 +1,12 @@
-"""docker-compose.yaml describes a real multi-node deployment: parsed and checked here, and validated by the docker
-client's compose (`docker compose config -q`, or the standalone `docker-compose`) where one is installed."""
+"""docker-compose.yaml describes a real multi-node deployment (a ring of three Cassandra nodes, as `make cluster-test`
+proves): parsed and checked here, and validated by the docker client's compose (`docker compose config -q`, or the
+standalone `docker-compose`) where one is installed."""
 
 import os
 import re
 import shutil
 import subprocess
+from itertools import pairwise
 
 import pytest
 import yaml
@@ -12,6 +14,7 @@ from james_consistency.paths import PROJECT_ROOT
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+CASSANDRA_NODES = ("cassandra-1", "cassandra-2", "cassandra-3")
 SECRETS = {"POSTGRES_PASSWORD": "local-only", "AIRFLOW_JWT_SECRET": "local-only"}
 
 
@@ -40,18 +43,13 @@ def test_services_images_and_health_checks():
     services = compose()["services"]
 
     assert {
-        "cassandra-1",
-        "cassandra-2",
+        *CASSANDRA_NODES,
         "spark-master",
         "spark-worker",
         "postgres",
         "airflow-init",
         *AIRFLOW_SERVICES,
     } <= set(services)
-    assert services["cassandra-1"]["image"] == services["cassandra-2"]["image"] == "cassandra:5.0"
-    assert "cqlsh" in str(services["cassandra-1"]["healthcheck"]["test"])
-    assert "nodetool status" in str(services["cassandra-2"]["healthcheck"]["test"]), "both nodes in the ring"
-    assert services["cassandra-2"]["depends_on"]["cassandra-1"]["condition"] == "service_healthy"
     spark_image = services["spark-master"]["image"]
     assert re.fullmatch(r"apache/spark:3\.5\.\d+-scala2\.12-java17-python3-ubuntu", spark_image)
     assert f"SPARK_IMAGE={spark_image}" in dockerfile(services["spark-worker"]), "the worker is the same Spark"
@@ -63,10 +61,25 @@ def test_services_images_and_health_checks():
         assert services[name]["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully", name
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
     scheduler_needs = services["airflow-scheduler"]["depends_on"]
-    assert {scheduler_needs[s]["condition"] for s in ("cassandra-1", "cassandra-2", "spark-worker")} == {
-        "service_healthy"
-    }
+    assert {scheduler_needs[s]["condition"] for s in (*CASSANDRA_NODES, "spark-worker")} == {"service_healthy"}
     assert "cassandra_heavy 1" in str(services["airflow-init"]["command"])
+
+
+def test_cassandra_is_a_ring_of_three_nodes_for_replication_3():
+    services = compose()["services"]
+    nodes = [services[name] for name in CASSANDRA_NODES]
+
+    assert {node["image"] for node in nodes} == {"cassandra:5.0"}
+    assert all(node["environment"] == nodes[0]["environment"] for node in nodes), "one cluster, one data center"
+    assert nodes[0]["environment"]["CASSANDRA_DC"] == "datacenter1"
+    assert all("cqlsh" in str(node["healthcheck"]["test"]) for node in nodes), "each node answers CQL"
+    for previous, name in pairwise(CASSANDRA_NODES):
+        assert services[name]["depends_on"][previous]["condition"] == "service_healthy", name
+    last_check = " ".join(services[CASSANDRA_NODES[-1]]["healthcheck"]["test"])
+    assert "nodetool status" in last_check and "grep -c '^UN')\" -ge 3" in last_check, "the ring sees 3 nodes UN"
+    header = COMPOSE.read_text().split("\nname:", 1)[0]
+    assert "NetworkTopologyStrategy {'datacenter1': 3}" in header
+    assert "--replication-factor 3 --datacenter datacenter1" in header
 
 
 def test_the_spark_versions_and_python_versions_match():
