@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.settings import CATALOGUE
 from james_consistency.spark_env import PRODUCT_ZIP
 from james_consistency_kit.spark_cluster import build_product_zip
 
@@ -24,6 +25,8 @@ AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-proce
 CASSANDRA_NODES = ("cassandra-1", "cassandra-2", "cassandra-3")
 SECRETS = {"POSTGRES_PASSWORD": "local-only", "AIRFLOW_JWT_SECRET": "local-only"}
 PROJECT_HOME = "/opt/james-consistency"
+# Variables of Spark itself the driver's services set (Spark reads them, not this project's code).
+SPARKS_OWN = {"SPARK_LOCAL_HOSTNAME"}
 
 
 def compose() -> dict:
@@ -44,6 +47,13 @@ def instructions(text: str) -> list[str]:
     """A Dockerfile's instructions, continuation lines joined as Docker joins them."""
     joined = text.replace("\\\n", "")
     return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def read_by_the_code() -> str:
+    """The Python of the product and the Airflow side (what runs in the Airflow image), as one text."""
+    return "\n".join(
+        path.read_text() for folder in ("spark", "plugins", "dags") for path in (PROJECT_ROOT / folder).rglob("*.py")
+    )
 
 
 def compose_client() -> list[str] | None:
@@ -176,6 +186,35 @@ def test_jobs_ship_the_product_zip_the_airflow_image_built(tmp_path):
         executor_python = services[name]["environment"]["SPARK_EXECUTOR_PYTHON"]
         assert executor_python.startswith("/usr/local/bin/python3") and executor_python in worker_text, name
     assert "FROM python:3.11" in worker_text, "python:3.11's interpreter is /usr/local/bin/python3"
+
+
+def test_the_compose_file_uses_the_projects_settings_names():
+    """Every JAMES_* variable is in the settings catalogue; every SPARK_* or CASSANDRA_* variable the driver's
+    services set is one the project's code reads (or Spark's own); a ${...} the file interpolates is one of those
+    too, or passes a variable of an image through under its own name. CASSANDRA_* on the Cassandra nodes and
+    SPARK_WORKER_* on the worker are the images' own settings."""
+    text = COMPOSE.read_text()
+    services = compose()["services"]
+    code = read_by_the_code()
+
+    for name, service in services.items():
+        unknown = [key for key in service.get("environment") or {} if key.startswith("JAMES_") and key not in CATALOGUE]
+        assert unknown == [], name
+    for name in AIRFLOW_SERVICES:
+        for key in services[name]["environment"]:
+            if key.startswith(("SPARK_", "CASSANDRA_")) and key not in SPARKS_OWN:
+                assert f'"{key}"' in code, f"{name}: {key} is not a name the project reads"
+    interpolated = [
+        (key, variable)
+        for key, value in re.findall(r"^\s*([\w.-]+): (.*)$", text, re.MULTILINE)
+        for variable in re.findall(r"\$\{(\w+)", value)
+    ]
+    assert interpolated
+    for key, variable in interpolated:
+        if variable.startswith("JAMES_"):
+            assert variable in CATALOGUE, variable
+        elif variable.startswith(("SPARK_", "CASSANDRA_")):
+            assert variable == key or f'"{variable}"' in code, f"{key}: ${{{variable}}}"
 
 
 def test_the_spark_versions_and_python_versions_match():
