@@ -284,8 +284,9 @@ SETTINGS: tuple[Setting, ...] = (
         "JAMES_CASSANDRA_HEAP",
         "str",
         "2G",
-        "The local node's JVM heap.",
-        "local node",
+        "The JVM heap of a Cassandra node: the local node, docker-compose.yaml's nodes, the local ring's nodes "
+        "(640M unless set).",
+        "local node, ring, docker-compose.yaml",
     ),
     Setting(
         "JAMES_CASSANDRA_AUTH",

@@ -1,18 +1,32 @@
-"""docker-compose.yaml describes a real multi-node deployment: parsed and checked here, and validated by the docker
-client's compose (`docker compose config -q`, or the standalone `docker-compose`) where one is installed."""
+"""docker-compose.yaml describes a real multi-node deployment with the shape `make cluster-test` proves: a ring of
+three Cassandra nodes, Spark executors without this project that receive the product zip from each job, and run work
+folders on a Hadoop filesystem (HDFS) rather than on a folder the driver and the executors share. Parsed and checked
+here, and validated by the docker client's compose (`docker compose config -q`, or the standalone `docker-compose`)
+where one is installed."""
 
 import os
 import re
 import shutil
 import subprocess
+import sys
+import zipfile
+from itertools import pairwise
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.settings import CATALOGUE
+from james_consistency.spark_env import PRODUCT_ZIP
+from james_consistency_kit.spark_cluster import build_product_zip
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+CASSANDRA_NODES = ("cassandra-1", "cassandra-2", "cassandra-3")
 SECRETS = {"POSTGRES_PASSWORD": "local-only", "AIRFLOW_JWT_SECRET": "local-only"}
+PROJECT_HOME = "/opt/james-consistency"
+# Variables of Spark itself the driver's services set (Spark reads them, not this project's code).
+SPARKS_OWN = {"SPARK_LOCAL_HOSTNAME"}
 
 
 def compose() -> dict:
@@ -22,6 +36,24 @@ def compose() -> dict:
 def dockerfile(service: dict) -> str:
     assert service["build"]["context"] == "."
     return (PROJECT_ROOT / service["build"]["dockerfile"]).read_text()
+
+
+def mounts(service: dict) -> dict[str, str]:
+    """A service's volumes as {target: source} (a named volume or a host path)."""
+    return {volume.split(":")[1]: volume.split(":")[0] for volume in service.get("volumes", [])}
+
+
+def instructions(text: str) -> list[str]:
+    """A Dockerfile's instructions, continuation lines joined as Docker joins them."""
+    joined = text.replace("\\\n", "")
+    return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def read_by_the_code() -> str:
+    """The Python of the product and the Airflow side (what runs in the Airflow image), as one text."""
+    return "\n".join(
+        path.read_text() for folder in ("spark", "plugins", "dags") for path in (PROJECT_ROOT / folder).rglob("*.py")
+    )
 
 
 def compose_client() -> list[str] | None:
@@ -40,18 +72,15 @@ def test_services_images_and_health_checks():
     services = compose()["services"]
 
     assert {
-        "cassandra-1",
-        "cassandra-2",
+        *CASSANDRA_NODES,
+        "hdfs-namenode",
+        "hdfs-datanode",
         "spark-master",
         "spark-worker",
         "postgres",
         "airflow-init",
         *AIRFLOW_SERVICES,
     } <= set(services)
-    assert services["cassandra-1"]["image"] == services["cassandra-2"]["image"] == "cassandra:5.0"
-    assert "cqlsh" in str(services["cassandra-1"]["healthcheck"]["test"])
-    assert "nodetool status" in str(services["cassandra-2"]["healthcheck"]["test"]), "both nodes in the ring"
-    assert services["cassandra-2"]["depends_on"]["cassandra-1"]["condition"] == "service_healthy"
     spark_image = services["spark-master"]["image"]
     assert re.fullmatch(r"apache/spark:3\.5\.\d+-scala2\.12-java17-python3-ubuntu", spark_image)
     assert f"SPARK_IMAGE={spark_image}" in dockerfile(services["spark-worker"]), "the worker is the same Spark"
@@ -63,10 +92,129 @@ def test_services_images_and_health_checks():
         assert services[name]["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully", name
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
     scheduler_needs = services["airflow-scheduler"]["depends_on"]
-    assert {scheduler_needs[s]["condition"] for s in ("cassandra-1", "cassandra-2", "spark-worker")} == {
+    assert {scheduler_needs[s]["condition"] for s in (*CASSANDRA_NODES, "hdfs-datanode", "spark-worker")} == {
         "service_healthy"
     }
     assert "cassandra_heavy 1" in str(services["airflow-init"]["command"])
+
+
+def test_cassandra_is_a_ring_of_three_nodes_for_replication_3():
+    services = compose()["services"]
+    nodes = [services[name] for name in CASSANDRA_NODES]
+
+    assert {node["image"] for node in nodes} == {"cassandra:5.0"}
+    assert all(node["environment"] == nodes[0]["environment"] for node in nodes), "one cluster, one data center"
+    assert nodes[0]["environment"]["CASSANDRA_DC"] == "datacenter1"
+    assert all("cqlsh" in str(node["healthcheck"]["test"]) for node in nodes), "each node answers CQL"
+    for previous, name in pairwise(CASSANDRA_NODES):
+        assert services[name]["depends_on"][previous]["condition"] == "service_healthy", name
+    last_check = " ".join(services[CASSANDRA_NODES[-1]]["healthcheck"]["test"])
+    assert "nodetool status" in last_check and "grep -c '^UN')\" -ge 3" in last_check, "the ring sees 3 nodes UN"
+    header = COMPOSE.read_text().split("\nname:", 1)[0]
+    assert "NetworkTopologyStrategy {'datacenter1': 3}" in header
+    assert "--replication-factor 3 --datacenter datacenter1" in header
+
+
+def test_the_workers_python_has_no_project_code():
+    worker = compose()["services"]["spark-worker"]
+    text = dockerfile(worker)
+    setup = (PROJECT_ROOT / "scripts" / "setup.sh").read_text()
+    worker_venv = set(re.search(r"grep -iE '\^\(([^)]+)\)=='", setup).group(1).split("|"))
+    installed = set(re.search(r"grep -iE '\^\(([^)]+)\)==' /tmp/requirements.txt", text).group(1).split("|"))
+
+    assert PROJECT_HOME not in str(worker.get("volumes", [])) and "./spark" not in str(worker.get("volumes", []))
+    assert "PYTHONPATH" not in worker.get("environment", {}) and "PYTHONPATH" not in "\n".join(instructions(text))
+    copied = [line.split()[-2] for line in instructions(text) if line.startswith("COPY") and "--from" not in line]
+    assert copied == ["requirements.txt"], "the worker image holds no project file"
+    assert worker_venv <= installed, "the packages of make cluster-test's workers (.local/worker-venv)"
+    assert installed - worker_venv <= {"deprecated", "wrapt"}, "nothing beyond those and cassandra-driver's needs"
+    assert "--no-deps" in text and "pip check" in text
+    assert "find_spec('james_consistency') is None" in text
+
+
+def test_the_driver_and_the_workers_share_no_folder():
+    document = compose()
+    services = document["services"]
+    driver, worker = services["airflow-scheduler"], services["spark-worker"]
+
+    assert set(mounts(driver).values()) & set(mounts(worker).values()) == set()
+    assert "james-runs" not in (document.get("volumes") or {})
+    for name, service in services.items():
+        assert not any(target.endswith("/.local/runs") for target in mounts(service)), name
+
+
+def test_the_work_folder_is_on_hdfs_served_by_the_namenode_of_the_file():
+    services = compose()["services"]
+    roots = {services[name]["environment"]["JAMES_WORK_ROOT"] for name in AIRFLOW_SERVICES}
+
+    assert len(roots) == 1
+    root = urlsplit(roots.pop())
+    assert root.scheme == "hdfs" and root.path.strip("/"), "a Hadoop URL root, not a local folder"
+    namenode = services[root.hostname]
+    assert namenode["image"] == "apache/hadoop:3" and namenode["command"] == ["hdfs", "namenode"]
+    assert namenode["environment"]["CORE-SITE.XML_fs.defaultFS"] == f"hdfs://{root.hostname}:{root.port}"
+    name_dir = namenode["environment"]["HDFS-SITE.XML_dfs.namenode.name.dir"]
+    assert name_dir == f"file://{namenode['environment']['ENSURE_NAMENODE_DIR']}", "formatted on first start"
+    assert mounts(namenode)["/data"] and f"/{root.port}" in str(namenode["healthcheck"]["test"])
+    datanode = services["hdfs-datanode"]
+    assert datanode["image"] == namenode["image"] and datanode["command"] == ["hdfs", "datanode"]
+    assert datanode["environment"]["CORE-SITE.XML_fs.defaultFS"] == f"hdfs://{root.hostname}:{root.port}"
+    assert datanode["environment"]["HDFS-SITE.XML_dfs.replication"] == "1", "one datanode"
+    assert datanode["depends_on"][root.hostname]["condition"] == "service_healthy"
+    assert mounts(datanode)["/data"] and "Live datanodes" in str(datanode["healthcheck"]["test"])
+
+
+def test_jobs_ship_the_product_zip_the_airflow_image_built(tmp_path):
+    services = compose()["services"]
+    text = dockerfile(services["airflow-scheduler"])
+    local_dir = re.search(r"\bJAMES_CONSISTENCY_LOCAL_DIR=(\S+)", "\n".join(instructions(text))).group(1)
+    zip_path = f"{local_dir}/{PRODUCT_ZIP.relative_to(LOCAL_DIR).as_posix()}"
+    built = next(line for line in instructions(text) if line.startswith("RUN") and line.endswith(zip_path))
+    code = re.search(r'python -c "([^"]+)"', built).group(1)
+
+    assert local_dir == f"{PROJECT_HOME}/.local"
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "image.zip")], cwd=PROJECT_ROOT / "spark", check=True, timeout=60
+    )
+    with (
+        zipfile.ZipFile(tmp_path / "image.zip") as image,
+        zipfile.ZipFile(build_product_zip(tmp_path / "kit.zip")) as kit,
+    ):
+        assert sorted(image.namelist()) == sorted(kit.namelist()), "the image's zip is the one set-up builds"
+    worker_text = dockerfile(services["spark-worker"])
+    for name in AIRFLOW_SERVICES:
+        executor_python = services[name]["environment"]["SPARK_EXECUTOR_PYTHON"]
+        assert executor_python.startswith("/usr/local/bin/python3") and executor_python in worker_text, name
+    assert "FROM python:3.11" in worker_text, "python:3.11's interpreter is /usr/local/bin/python3"
+
+
+def test_the_compose_file_uses_the_projects_settings_names():
+    """Every JAMES_* variable is in the settings catalogue; every SPARK_* or CASSANDRA_* variable the driver's
+    services set is one the project's code reads (or Spark's own); a ${...} the file interpolates is one of those
+    too, or passes a variable of an image through under its own name. CASSANDRA_* on the Cassandra nodes and
+    SPARK_WORKER_* on the worker are the images' own settings."""
+    text = COMPOSE.read_text()
+    services = compose()["services"]
+    code = read_by_the_code()
+
+    for name, service in services.items():
+        unknown = [key for key in service.get("environment") or {} if key.startswith("JAMES_") and key not in CATALOGUE]
+        assert unknown == [], name
+    for name in AIRFLOW_SERVICES:
+        for key in services[name]["environment"]:
+            if key.startswith(("SPARK_", "CASSANDRA_")) and key not in SPARKS_OWN:
+                assert f'"{key}"' in code, f"{name}: {key} is not a name the project reads"
+    interpolated = [
+        (key, variable)
+        for key, value in re.findall(r"^\s*([\w.-]+): (.*)$", text, re.MULTILINE)
+        for variable in re.findall(r"\$\{(\w+)", value)
+    ]
+    assert interpolated
+    for key, variable in interpolated:
+        if variable.startswith("JAMES_"):
+            assert variable in CATALOGUE, variable
+        elif variable.startswith(("SPARK_", "CASSANDRA_")):
+            assert variable == key or f'"{variable}"' in code, f"{key}: ${{{variable}}}"
 
 
 def test_the_spark_versions_and_python_versions_match():
@@ -100,17 +248,17 @@ def test_airflow_is_built_from_the_pinned_requirements_and_points_at_the_cluster
             services[name]["environment"]["AIRFLOW_CONN_CASSANDRA_DEFAULT"]
             == environment["AIRFLOW_CONN_CASSANDRA_DEFAULT"]
         )
-        mounts = {volume.split(":")[1] for volume in services[name]["volumes"]}
+        targets = set(mounts(services[name]))
         assert {
-            "/opt/james-consistency/dags",
-            "/opt/james-consistency/plugins",
-            "/opt/james-consistency/spark",
-            "/opt/james-consistency/expectations",
-            "/opt/james-consistency/.local/runs",
+            f"{PROJECT_HOME}/dags",
+            f"{PROJECT_HOME}/plugins",
+            f"{PROJECT_HOME}/expectations",
+            f"{PROJECT_HOME}/.local/reports",
+            f"{PROJECT_HOME}/.local/gx",
+            f"{PROJECT_HOME}/.local/alerts",
             "/opt/airflow/logs",
-        } <= mounts, name
-    worker_mounts = {volume.split(":")[1] for volume in services["spark-worker"]["volumes"]}
-    assert {"/opt/james-consistency/spark", "/opt/james-consistency/.local/runs"} <= worker_mounts
+        } <= targets, name
+        assert f"{PROJECT_HOME}/spark" not in targets, f"{name}: the driver runs the code the image zipped"
 
 
 def test_no_password_is_written_in_the_file():
