@@ -28,6 +28,7 @@ from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.cql import CassandraSettings, close, connect, table_names
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.projections.acl import is_mailbox_acl_aggregate
 from james_consistency.schema import FLAG_COLUMNS, GENERATIONS, detect_generation, validate_keyspace_name
 
 FAULTS_DIR = LOCAL_DIR / "faults"
@@ -90,6 +91,8 @@ class Injection:
     kind: str
     rate: float
     seed: int
+    # Where the users' current quotas are: James 3.9 writes quotaCurrentValue, 3.5 to 3.8 currentQuota.
+    quota_table: str = "quotacurrentvalue"
     writes: list[tuple[str, tuple]] = field(default_factory=list)
     _prepared: dict = field(default_factory=dict)
     _owners: dict | None = None
@@ -356,7 +359,7 @@ def projection_orphan(job: Injection) -> list[dict]:
         also = [{"projection": "mailboxCounters", **mailbox, "expected_kind": "outdated"}]
         owner = job.owners().get(row.mailboxid)
         if owner is not None:
-            quota = "quotaCurrentValue" if job.generation == "3.9" else "currentQuota"
+            quota = "quotaCurrentValue" if job.quota_table == "quotacurrentvalue" else "currentQuota"
             also.append({"projection": quota, "quotaRoot": f"{NAMESPACE}&{owner}", "expected_kind": "outdated"})
         for index, counted in (
             ("messageDeleted", row.flagdeleted),
@@ -610,7 +613,7 @@ def acl_event_unknown_type(job: Injection) -> list[dict]:
     last = job.last_events()
     broken = []
     query = f"SELECT aggregateid FROM {job.keyspace}.eventstore PER PARTITION LIMIT 1"
-    for row in job.pick(query, lambda r: (r.aggregateid,)):
+    for row in job.pick(query, lambda r: (r.aggregateid,), where=lambda r: is_mailbox_acl_aggregate(r.aggregateid)):
         event_id = last[row.aggregateid][0] + 1
         event = {
             "eventId": event_id,
@@ -953,7 +956,7 @@ def counters_wrong(job: Injection) -> list[dict]:
 def quota_wrong(job: Injection) -> list[dict]:
     """A user's current quota off: usage increments lost or doubled."""
     broken = []
-    if job.generation == "3.9":
+    if job.quota_table == "quotacurrentvalue":
         query = f"SELECT identifier, quotacomponent, quotatype, currentvalue FROM {job.keyspace}.quotacurrentvalue"
         for row in job.pick(query, lambda r: tuple(r)[:3], where=lambda r: r.quotacomponent == "MAILBOX"):
             delta = 7 if row.quotatype == "count" else 4_096
@@ -1119,11 +1122,13 @@ def inject(
                 f"fault kind '{kind}' exists only in the James {'/'.join(damage.generations)} schema; "
                 f"keyspace '{keyspace}' holds the {generation} schema"
             )
-        needed = damage.tables or (("quotacurrentvalue",) if generation == "3.9" else ("currentquota",))
-        missing = [table for table in needed if table not in table_names(session, keyspace)]
+        tables = table_names(session, keyspace)
+        quota_table = "quotacurrentvalue" if "quotacurrentvalue" in tables else "currentquota"
+        needed = damage.tables or (quota_table,)
+        missing = [table for table in needed if table not in tables]
         if missing:
             raise OperatorError(f"keyspace '{keyspace}' has no table {', '.join(missing)} needed by '{kind}'")
-        job = Injection(session, keyspace, generation, kind, rate, random_seed)
+        job = Injection(session, keyspace, generation, kind, rate, random_seed, quota_table)
         rows = damage.breaks(job)
         job.flush()
     finally:

@@ -9,9 +9,10 @@ import os
 import time
 
 import pytest
+from james_consistency.projections.acl import is_mailbox_acl_aggregate
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
 from support.dag_runs import report_summary, task_states
+from support.james_platform import ACL_SIZES, james_platform
 
 DAG_ID = "acl_consistency"
 ORDER = "aeiklprstwx"
@@ -26,6 +27,8 @@ def truth_acls(cql, keyspace, generation) -> dict[str, dict]:
         }
     last = {}
     for row in cql.execute(f"SELECT aggregateid, eventid, event FROM {keyspace}.eventstore"):
+        if not is_mailbox_acl_aggregate(row.aggregateid):
+            continue
         if row.aggregateid not in last or row.eventid > last[row.aggregateid][0]:
             last[row.aggregateid] = (row.eventid, row.event)
     return {mailbox: json.loads(event)["aclDiff"]["newAcl"]["entries"] for mailbox, (_, event) in last.items()}
@@ -72,9 +75,7 @@ def test_a_refused_truth_stops_both_branches_before_writing_then_both_projection
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("acldag")
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=6, mailboxes_per_user=4, messages_per_mailbox=1, spark=spark
-    )
+    james_platform(cql, cassandra_settings, keyspace, "3.9", **ACL_SIZES)
     break_acls(
         cassandra_settings,
         keyspace,
@@ -147,15 +148,7 @@ def test_a_35_keyspace_repairs_user_mailbox_acl_and_skips_aclv2(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("acl35")
-    seed_platform(
-        cassandra_settings,
-        keyspace=keyspace,
-        users=5,
-        mailboxes_per_user=3,
-        messages_per_mailbox=1,
-        generation="3.5",
-        spark=spark,
-    )
+    james_platform(cql, cassandra_settings, keyspace, "3.5", **ACL_SIZES)
     break_acls(cassandra_settings, keyspace, tmp_path, ("acl-user-missing", "acl-user-wrong-rights"))
 
     started = time.perf_counter()

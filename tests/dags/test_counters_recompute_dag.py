@@ -11,8 +11,8 @@ import time
 import pytest
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
 from support.dag_runs import announcements, task_states
+from support.james_platform import james_platform
 
 DAG_ID = "counters_recompute"
 
@@ -36,7 +36,14 @@ def counters_from_truth(cql, keyspace) -> dict:
 
 
 def quotas(cql, keyspace) -> dict:
-    """quota root -> (messages, octets) of quotaCurrentValue's MAILBOX rows."""
+    """quota root -> (messages, octets): currentQuota's rows (James 3.5 to 3.8), or quotaCurrentValue's MAILBOX rows."""
+    tables = {
+        row.table_name
+        for row in cql.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
+    }
+    if "quotacurrentvalue" not in tables:
+        rows = cql.execute(f"SELECT quotaroot, messagecount, storage FROM {keyspace}.currentquota")
+        return nonzero({row.quotaroot: (row.messagecount or 0, row.storage or 0) for row in rows})
     usage = {}
     for row in cql.execute(f"SELECT * FROM {keyspace}.quotacurrentvalue"):
         if row.quotacomponent == "MAILBOX":
@@ -66,10 +73,8 @@ def timed_test(dagbag, dag_id, what, **run_conf):
     return run
 
 
-def seeded(cassandra_settings, spark, keyspace, tmp_path, *kinds) -> None:
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=2, mailboxes_per_user=2, messages_per_mailbox=20, spark=spark
-    )
+def seeded(cql, cassandra_settings, keyspace, tmp_path, *kinds) -> None:
+    james_platform(cql, cassandra_settings, keyspace, "3.9")
     for kind, rate in kinds:
         manifest = inject(
             cassandra_settings, keyspace=keyspace, kind=kind, rate=rate, manifest_path=str(tmp_path / kind)
@@ -82,7 +87,7 @@ def test_the_night_message_repair_announces_its_keyspace_then_counters_and_quota
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("cntnight")
-    seeded(cassandra_settings, spark, keyspace, tmp_path, ("counters-wrong", 0.5), ("quota-wrong", 0.5))
+    seeded(cql, cassandra_settings, keyspace, tmp_path, ("counters-wrong", 0.5), ("quota-wrong", 0.5))
     assert counters(cql, keyspace) != counters_from_truth(cql, keyspace)
     assert quotas(cql, keyspace) != quotas_from_truth(cql, keyspace)
 
@@ -111,7 +116,7 @@ def test_a_corrupt_truth_stops_the_counters_before_writing_and_alerts(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("cntbad")
-    seeded(cassandra_settings, spark, keyspace, tmp_path, ("counters-wrong", 0.5), ("truth-malformed", 0.05))
+    seeded(cql, cassandra_settings, keyspace, tmp_path, ("counters-wrong", 0.5), ("truth-malformed", 0.05))
     counters_before, quotas_before = counters(cql, keyspace), quotas(cql, keyspace)
 
     # A night like this, message_consistency stops at its gate and announces nothing (test_message_consistency_dag),

@@ -2,7 +2,7 @@
 
 import pytest
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
+from support.james_platform import james_platform
 
 
 def index_rows(cql, keyspace, table, uid_column="uid"):
@@ -30,9 +30,7 @@ def test_one_failed_rebuild_does_not_stop_the_others(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
     keyspace = new_keyspace("idx")
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=40, spark=spark
-    )
+    james_platform(cql, cassandra_settings, keyspace, "3.9")
     faults = (
         ("deleted-missing", 0.5),
         ("unseen-missing", 0.2),

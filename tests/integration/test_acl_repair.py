@@ -8,8 +8,9 @@ import uuid
 
 import pytest
 from james_consistency.engine.run import RunOptions, execute
+from james_consistency.projections.acl import is_mailbox_acl_aggregate
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
+from support.james_platform import ACL_SIZES, james_platform
 
 ORDER = "aeiklprstwx"
 
@@ -20,6 +21,8 @@ def truth_acls(cql, keyspace, generation) -> dict[str, dict | None]:
     if generation == "3.9":
         last = {}
         for row in cql.execute(f"SELECT aggregateid, eventid, event FROM {keyspace}.eventstore"):
+            if not is_mailbox_acl_aggregate(row.aggregateid):
+                continue
             if row.aggregateid not in last or row.eventid > last[row.aggregateid][0]:
                 last[row.aggregateid] = (row.eventid, row.event)
         for mailbox, (_, event) in last.items():
@@ -56,15 +59,7 @@ def test_user_mailbox_acl_is_repaired_and_unreadable_truth_is_left_alone(
     cql, cassandra_settings, spark, new_keyspace, tmp_path, generation
 ):
     keyspace = new_keyspace("acl")
-    seed_platform(
-        cassandra_settings,
-        keyspace=keyspace,
-        users=6,
-        mailboxes_per_user=5,
-        messages_per_mailbox=2,
-        generation=generation,
-        spark=spark,
-    )
+    james_platform(cql, cassandra_settings, keyspace, generation, **ACL_SIZES)
     for kind in ("acl-user-missing", "acl-user-extra", "acl-user-wrong-rights"):
         inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.2, manifest_path=str(tmp_path / kind))
     malformed_kind = "acl-event-unknown-type" if generation == "3.9" else "acl-json-malformed"
@@ -93,9 +88,7 @@ def test_user_mailbox_acl_is_repaired_and_unreadable_truth_is_left_alone(
 
 def test_aclv2_is_repaired_from_the_event_store(cql, cassandra_settings, spark, new_keyspace, tmp_path):
     keyspace = new_keyspace("aclv2")
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=6, mailboxes_per_user=5, messages_per_mailbox=2, spark=spark
-    )
+    james_platform(cql, cassandra_settings, keyspace, "3.9", **ACL_SIZES)
     for kind in ("aclv2-missing", "aclv2-wrong"):
         inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.3, manifest_path=str(tmp_path / kind))
     before = list(cql.execute(f"SELECT * FROM {keyspace}.aclv2"))
@@ -236,10 +229,12 @@ def test_other_aggregates_of_the_event_store_are_not_acls(cql, cassandra_setting
     """eventStore holds every event-sourced aggregate of James: only the mailbox ACL ones are ACL truth. Before the
     fix, each of these was an unreadable ACL and every ACL run ended PARTIAL."""
     keyspace = new_keyspace("aggregates")
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=1, spark=spark
+    james_platform(cql, cassandra_settings, keyspace, "3.9")
+    acl_events = sum(
+        1
+        for row in cql.execute(f"SELECT aggregateid FROM {keyspace}.eventstore")
+        if is_mailbox_acl_aggregate(row.aggregateid)
     )
-    acl_events = cql.execute(f"SELECT count(*) FROM {keyspace}.eventstore").one()[0]
     for aggregate_id, events, snapshot in OTHER_AGGREGATES:
         james_appends(cql, keyspace, aggregate_id, events, snapshot)
 
@@ -272,9 +267,7 @@ def test_an_aclv2_entry_the_repair_adds_goes_away_when_james_removes_its_rights(
     A row the repair INSERTed would survive James's removal as an entry with no rights (James's ACL read then lists
     the user with none)."""
     keyspace = new_keyspace("aclv2marker")
-    seed_platform(
-        cassandra_settings, keyspace=keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=1, spark=spark
-    )
+    james_platform(cql, cassandra_settings, keyspace, "3.9")
     mailbox = acl_mailboxes(cql, keyspace)[0]
     rights = {"e", "l", "r", "s"}
     event_id = 1 + max(
@@ -351,15 +344,7 @@ def test_rights_and_keys_are_read_as_james_reads_them(cql, cassandra_settings, s
     reported and their projection rows kept (before the fix: `c`/`d` were dropped or stored as letters, unknown
     letters ignored, nameless keys and 3.5 JSON with unknown fields read as if fine)."""
     keyspace = new_keyspace("letters")
-    seed_platform(
-        cassandra_settings,
-        keyspace=keyspace,
-        users=3,
-        mailboxes_per_user=4,
-        messages_per_mailbox=1,
-        generation=generation,
-        spark=spark,
-    )
+    james_platform(cql, cassandra_settings, keyspace, generation)
     mailboxes = sorted(str(row.id) for row in cql.execute(f"SELECT id FROM {keyspace}.mailbox"))
     broken = UNREADABLE_ACLS + (UNREADABLE_35_ACLS if generation == "3.5" else [])
     readable, unreadable = mailboxes[0], dict(zip(mailboxes[1:], broken, strict=False))

@@ -8,19 +8,11 @@ import time
 import pytest
 from james_consistency.engine.run import GateFailed, RunOptions, execute
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
+from support.james_platform import james_platform
 
 
-def seeded(settings, spark, keyspace, generation):
-    seed_platform(
-        settings,
-        keyspace=keyspace,
-        users=2,
-        mailboxes_per_user=3,
-        messages_per_mailbox=30,
-        generation=generation,
-        spark=spark,
-    )
+def seeded(cql, settings, keyspace, generation):
+    james_platform(cql, settings, keyspace, generation)
 
 
 def used_keywords(cql, keyspace) -> dict:
@@ -50,7 +42,7 @@ def test_missing_keywords_are_added_and_unused_ones_kept_by_default(
     cql, cassandra_settings, spark, new_keyspace, tmp_path, generation
 ):
     keyspace = new_keyspace("flags")
-    seeded(cassandra_settings, spark, keyspace, generation)
+    seeded(cql, cassandra_settings, keyspace, generation)
     broken = inject(
         cassandra_settings,
         keyspace=keyspace,
@@ -92,7 +84,7 @@ def test_missing_keywords_are_added_and_unused_ones_kept_by_default(
 def test_keyword_a_user_adds_during_the_run_is_not_removed(cql, cassandra_settings, spark, new_keyspace, tmp_path):
     """With removal on: a keyword the scan saw unused, then set on a message by a user before the re-check, stays."""
     keyspace = new_keyspace("race")
-    seeded(cassandra_settings, spark, keyspace, "3.9")
+    seeded(cql, cassandra_settings, keyspace, "3.9")
     message = next(iter(cql.execute(f"SELECT * FROM {keyspace}.imapuidtable LIMIT 1")))
     mailbox = message.mailboxid
     add_keyword(cql, keyspace, mailbox, "$Urgent")  # unused when the scan runs
@@ -137,7 +129,7 @@ def test_keyword_a_user_adds_during_the_run_is_not_removed(cql, cassandra_settin
 
 def test_malformed_truth_stops_before_writing(cql, cassandra_settings, spark, new_keyspace, tmp_path):
     keyspace = new_keyspace("bad")
-    seeded(cassandra_settings, spark, keyspace, "3.5")
+    seeded(cql, cassandra_settings, keyspace, "3.5")
     inject(
         cassandra_settings,
         keyspace=keyspace,

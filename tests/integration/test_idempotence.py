@@ -5,7 +5,7 @@ from james_consistency.engine.run import RunOptions, execute
 from james_consistency.projections import TARGETS
 from james_consistency_kit.bench import TARGET_FAULTS
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
+from support.james_platform import james_platform
 
 MESSAGE_FAULTS = ("projection-missing", "projection-stale-flags", "projection-orphan")
 TRUTH_TABLES = (
@@ -36,15 +36,7 @@ def test_repairs_never_write_the_truth_and_a_second_run_writes_nothing(
 ):
     generation = "3.9"  # the 3.5 run proves the same (both pass) at twice the suite time
     keyspace = new_keyspace("idem")
-    seed_platform(
-        cassandra_settings,
-        keyspace=keyspace,
-        users=4,
-        mailboxes_per_user=3,
-        messages_per_mailbox=20,
-        generation=generation,
-        spark=spark,
-    )
+    james_platform(cql, cassandra_settings, keyspace, generation)
     kinds = [*MESSAGE_FAULTS, *(kind for faults in TARGET_FAULTS.values() for kind in faults)]
     injected = 0
     for kind in kinds:

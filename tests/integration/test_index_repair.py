@@ -3,7 +3,7 @@
 import pytest
 from james_consistency.engine.run import RunOptions, execute
 from james_consistency_kit.faults import inject
-from james_consistency_kit.seed import seed_platform
+from support.james_platform import james_platform
 
 # target -> (index table, its uid column, the fault kinds that break it, the truth condition)
 INDEXES = {
@@ -28,15 +28,7 @@ def test_index_is_rebuilt_row_by_row_from_the_truth(
 ):
     table, uid_column, kinds, condition = INDEXES[target]
     keyspace = new_keyspace(target)
-    seed_platform(
-        cassandra_settings,
-        keyspace=keyspace,
-        users=3,
-        mailboxes_per_user=3,
-        messages_per_mailbox=40,
-        generation=generation,
-        spark=spark,
-    )
+    james_platform(cql, cassandra_settings, keyspace, generation)
     broken = {
         kind: inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.2, manifest_path=str(tmp_path / kind))
         for kind in kinds

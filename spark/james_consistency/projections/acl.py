@@ -13,6 +13,7 @@ from it.
 """
 
 import json
+import re
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +41,13 @@ SPECIAL_NAMES = ("owner", "anyone", "anybody", "authenticated")
 OBSOLETE_RIGHTS = {"c": "kx", "d": "etx"}
 # A mailbox ACL aggregate is keyed by CassandraId.serialize(): a UUID's canonical (lower-case) form.
 MAILBOX_ID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+def is_mailbox_acl_aggregate(aggregate_id: str) -> bool:
+    """Whether an eventStore aggregate id is a mailbox's ACL (not FilteringRule/..., Task/..., ...)."""
+    return re.fullmatch(MAILBOX_ID_PATTERN, aggregate_id) is not None
+
+
 READ_SCHEMA = StructType(
     [StructField("entries", MapType(StringType(), StringType())), StructField("problem", StringType())]
 )

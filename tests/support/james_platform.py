@@ -1,0 +1,102 @@
+"""A platform written by James's own code (the harness: its mailbox manager, mappers, DAOs, event sourcing), for the
+tests that need a consistent platform to break.
+
+James writes each size of platform once per test session, into a template keyspace (a seed costs James's JVM and its
+whole write path: tens of seconds); every test then gets its own copy: the template's tables created again from their
+own CQL definitions and their rows copied (counters by increments), which takes a second or two. The rows are James's,
+written the way James writes them (INSERT or UPDATE; write times aside: a copy is written now)."""
+
+import re
+
+from cassandra.query import UNSET_VALUE, SimpleStatement
+from james_consistency.cql import CassandraSettings
+from james_consistency_kit import james_harness
+
+# The James release that writes each schema generation of the project.
+VERSION_OF_GENERATION = {"3.9": "3.8.1", "3.5": "3.5.0"}
+# A platform with more users, hence more shares between them, for the ACL repairs.
+ACL_SIZES = {"users": 6, "mailboxes_per_user": 3, "messages_per_mailbox": 2}
+# The tables each James release writes by UPDATE only (javap of its DAOs: no insertInto), whose rows have no row
+# marker. James 3.5.0 still INSERTs messageIdTable.
+WRITTEN_BY_UPDATE = {
+    "3.8.1": {"messageidtable", "aclv2", "applicableflag", "messagev3"},
+    "3.5.0": {"applicableflag"},
+}
+_TEMPLATES: dict[tuple, str] = {}
+
+
+def james_platform(
+    cql,
+    settings: CassandraSettings,
+    keyspace: str,
+    generation: str = "3.9",
+    users: int = 3,
+    mailboxes_per_user: int = 3,
+    messages_per_mailbox: int = 20,
+) -> dict:
+    """`keyspace` holding a copy of the platform James wrote with these sizes; returns James's seed counts."""
+    version = VERSION_OF_GENERATION[generation]
+    size = (version, users, mailboxes_per_user, messages_per_mailbox)
+    if size not in _TEMPLATES:
+        template = f"james_template_{version.replace('.', '')}_{users}_{mailboxes_per_user}_{messages_per_mailbox}"
+        cql.execute(f"DROP KEYSPACE IF EXISTS {template}", timeout=120)
+        james_harness.run(version, "schema", ["--keyspace", template], settings)
+        counts = james_harness.run(
+            version,
+            "seed",
+            ["--keyspace", template, "--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
+            + ["--messages-per-mailbox", str(messages_per_mailbox)],
+            settings,
+        )
+        _TEMPLATES[size] = template
+        _TEMPLATES[(*size, "counts")] = counts
+    copy_keyspace(cql, _TEMPLATES[size], keyspace, WRITTEN_BY_UPDATE[version])
+    return _TEMPLATES[(*size, "counts")]
+
+
+def copy_keyspace(cql, source: str, target: str, written_by_update: set[str]) -> None:
+    """`target` created with `source`'s replication, types and tables, and every row of `source` copied."""
+    metadata = cql.cluster.metadata
+    cql.cluster.refresh_schema_metadata()
+    definitions = metadata.keyspaces[source]
+    statements = [statement for statement in definitions.export_as_string().split(";\n") if statement.strip()]
+    for statement in statements:
+        cql.execute(_renamed(statement, source, target), timeout=120)
+    cql.cluster.refresh_keyspace_metadata(target)
+    for table in definitions.tables.values():
+        _copy_rows(cql, table, source, target, by_update=table.name in written_by_update)
+
+
+def _renamed(statement: str, source: str, target: str) -> str:
+    return re.sub(rf"\b{source}\.", f"{target}.", statement.replace(f"KEYSPACE {source} ", f"KEYSPACE {target} "))
+
+
+def _copy_rows(cql, table, source: str, target: str, by_update: bool) -> None:
+    counters = [name for name, column in table.columns.items() if column.cql_type == "counter"]
+    if counters:
+        _copy_by_update(cql, table, source, target, increments=True)
+    elif by_update:
+        _copy_by_update(cql, table, source, target, increments=False)
+    else:
+        rows = cql.execute(SimpleStatement(f"SELECT JSON * FROM {source}.{table.name}", fetch_size=1000), timeout=60)
+        insert = cql.prepare(f"INSERT INTO {target}.{table.name} JSON ?")
+        for row in rows:
+            cql.execute(insert, (row[0],))
+
+
+def _copy_by_update(cql, table, source: str, target: str, increments: bool) -> None:
+    """Rows copied by UPDATE, as James writes them: counters by increments, the others with no row marker (a row
+    whose regular columns are all removed later then disappears, as it does on James's own rows)."""
+    keys = [column.name for column in (*table.partition_key, *table.clustering_key)]
+    regular = [name for name in table.columns if name not in keys]
+    assignments = ", ".join(f"{name} = {name} + ?" if increments else f"{name} = ?" for name in regular)
+    where = " AND ".join(f"{name} = ?" for name in keys)
+    update = cql.prepare(f"UPDATE {target}.{table.name} SET {assignments} WHERE {where}")
+    rows = cql.execute(SimpleStatement(f"SELECT * FROM {source}.{table.name}", fetch_size=1000), timeout=60)
+    for row in rows:
+        values = row._asdict()
+        if increments:
+            changes = [values[name] or 0 for name in regular]
+        else:
+            changes = [UNSET_VALUE if values[name] is None else values[name] for name in regular]
+        cql.execute(update, changes + [values[name] for name in keys])
