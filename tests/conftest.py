@@ -1,5 +1,6 @@
 """Shared fixtures: one real local Cassandra node per test session, a fresh keyspace per test module, real Spark."""
 
+import logging
 import os
 import uuid
 
@@ -14,6 +15,13 @@ os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # by their serialized form instead of their id: "'dict' object has no attribute 'hex'"); the scheduler can. DAG tests
 # therefore parse the repair DAGs without their window; test_dag_integrity checks the window as deployed.
 os.environ["JAMES_REPAIR_WINDOW_MINUTES"] = "0"
+
+
+def pytest_unconfigure(config):
+    # py4j closes its gateway connections at interpreter exit, after pytest closed the streams its log handler holds:
+    # its "Closing down clientserver connection" would print a "Logging error" traceback under a green run.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
 
 TEST_NODE = LocalNode(
     home=LOCAL_DIR / "test-cassandra",
