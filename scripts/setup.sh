@@ -60,17 +60,25 @@ for pom in james/harness-*/pom.xml; do
   fi
 done
 
-# Debian's chromium and its WebDriver, for the end-to-end test of the Airflow UI (tests/dags/test_airflow_ui.py).
+# Debian packages the tests use: chromium and its WebDriver for the end-to-end test of the Airflow UI
+# (tests/dags/test_airflow_ui.py), and Debian's docker-compose (1.29, Compose v1) to validate docker-compose.yaml
+# where no Compose v2 client is installed (tests/unit/test_docker_compose.py).
+debian_packages=()
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  debian_packages+=(chromium chromium-driver)
+fi
+if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1; then
+  debian_packages+=(docker-compose)
+fi
+if [ ${#debian_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: installing Debian's chromium and chromium-driver (apt)"
+    echo "setup: installing Debian's ${debian_packages[*]} (apt)"
     mkdir -p .local
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        chromium chromium-driver; } >.local/apt-chromium.log 2>&1 ||
-      { tail -20 .local/apt-chromium.log; exit 1; }
+        "${debian_packages[@]}"; } >.local/apt.log 2>&1 ||
+      { tail -20 .local/apt.log; exit 1; }
   else
-    echo "setup: chromium and chromium-driver are missing; the UI test needs them:" \
-      "sudo apt-get install chromium chromium-driver"
+    echo "setup: missing Debian packages the tests need: sudo apt-get install ${debian_packages[*]}"
   fi
 fi
 

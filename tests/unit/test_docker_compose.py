@@ -68,6 +68,15 @@ def compose_client() -> list[str] | None:
     return None
 
 
+def compose_v1_client() -> list[str] | None:
+    """Debian's docker-compose 1.29 (Compose v1, installed by set-up where no v2 client is): it validates everything
+    but the Compose Specification's top-level `name`."""
+    if not shutil.which("docker-compose"):
+        return None
+    probe = subprocess.run(["docker-compose", "version"], capture_output=True, text=True, timeout=60)
+    return ["docker-compose"] if probe.returncode == 0 and re.search(r"version 1\.", probe.stdout) else None
+
+
 def test_services_images_and_health_checks():
     services = compose()["services"]
 
@@ -296,3 +305,20 @@ def test_docker_compose_config_accepts_the_file():
         timeout=120,
     )
     assert missing.returncode != 0 and "POSTGRES_PASSWORD" in missing.stderr + missing.stdout
+
+
+def test_debians_compose_v1_accepts_the_file_but_its_project_name(tmp_path):
+    client = compose_v1_client()
+    if client is None:
+        pytest.skip("no docker-compose 1.x (Debian's docker-compose package) on this machine")
+    without_name = tmp_path / "docker-compose.yaml"
+    without_name.write_text(re.sub(r"(?m)^name: .*$", "", COMPOSE.read_text()))
+    command = [*client, "--project-directory", str(PROJECT_ROOT), "-f", str(without_name), "config"]
+
+    rendered = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **SECRETS}, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    assert set(yaml.safe_load(rendered.stdout)["services"]) == set(compose()["services"])
+
+    no_secrets = {name: value for name, value in os.environ.items() if name not in SECRETS}
+    refused = subprocess.run(command, capture_output=True, text=True, env=no_secrets, timeout=120)
+    assert refused.returncode != 0 and "POSTGRES_PASSWORD" in refused.stderr
