@@ -3,6 +3,8 @@ still inconsistent, with writes stamped so that anything a user writes after the
 
 import json
 import uuid
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +25,8 @@ OUTCOME_SCHEMA = "kind string, action string, error string, sample string"
 # After this many candidates in a row found no node (each after its retries), the task stops trying: the node is
 # gone, and the rest are reported as not attempted instead of waiting out the retries of each.
 UNREACHABLE_AFTER = 3
+# Candidates re-checked at once in one Spark task (each re-check is a few round trips, mostly waiting).
+IN_FLIGHT = 16
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class ApplyContext:
     projection_consistency: str = "LOCAL_QUORUM"
     write_consistency: str = "LOCAL_QUORUM"
     rate_per_task: float = 0.0
+    in_flight: int = IN_FLIGHT
     # False: re-check only (verification), report what would be done, write nothing.
     write: bool = True
 
@@ -148,7 +153,13 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
 
 
 def apply_partition(context: ApplyContext, spec: ProjectionSpec):
-    """A mapPartitions function over candidate rows, yielding one outcome per candidate."""
+    """A mapPartitions function over candidate rows, yielding one outcome per candidate (in their order).
+
+    Up to `context.in_flight` candidates are re-checked at once, each in its own thread with its own round trips:
+    a re-check waits on Cassandra far longer than it computes. A projection whose candidates must be re-checked one
+    after the other (`group_columns`: a live recount shared by the rows of a group) gets one at a time."""
+
+    in_flight = 1 if spec.writing.group_columns else max(context.in_flight, 1)
 
     def run(candidates):
         def sample_of(candidate) -> str:
@@ -166,25 +177,47 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
             for candidate in candidates:
                 yield (candidate["kind"], FAILED, unreachable, sample_of(candidate))
             return
-        limiter = RateLimiter(context.rate_per_task)
-        lost = 0  # consecutive candidates that failed because no node answered
-        for candidate in candidates:
-            if lost >= UNREACHABLE_AFTER:
-                yield (
-                    candidate["kind"],
-                    FAILED,
-                    "not attempted: Cassandra unreachable (NoHostAvailable)",
-                    sample_of(candidate),
-                )
-                continue
-            limiter.wait()
+
+        def outcome_of(candidate) -> tuple[tuple, bool]:
+            """The candidate's outcome, and whether it failed because no node answered."""
             try:
                 action = reconcile_candidate(writer, session, context, spec, candidate)
-                lost = 0
-                yield (candidate["kind"], action, None, sample_of(candidate))
+                return (candidate["kind"], action, None, sample_of(candidate)), False
             except Exception as error:  # noqa: BLE001 - one bad row must not stop the run; it is reported
-                lost = lost + 1 if isinstance(error, NoHostAvailable | OperationTimedOut) else 0
-                yield (candidate["kind"], FAILED, f"{type(error).__name__}: {str(error)[:300]}", sample_of(candidate))
+                failure = (
+                    candidate["kind"],
+                    FAILED,
+                    f"{type(error).__name__}: {str(error)[:300]}",
+                    sample_of(candidate),
+                )
+                return failure, isinstance(error, NoHostAvailable | OperationTimedOut)
+
+        limiter = RateLimiter(context.rate_per_task)
+        lost = 0  # consecutive candidates that failed because no node answered
+        pending: deque[Future] = deque()
+        with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="recheck") as threads:
+
+            def settle_oldest():
+                nonlocal lost
+                outcome, unreachable = pending.popleft().result()
+                lost = lost + 1 if unreachable else 0
+                return outcome
+
+            for candidate in candidates:
+                if len(pending) >= in_flight:
+                    yield settle_oldest()
+                if lost >= UNREACHABLE_AFTER:
+                    yield (
+                        candidate["kind"],
+                        FAILED,
+                        "not attempted: Cassandra unreachable (NoHostAvailable)",
+                        sample_of(candidate),
+                    )
+                    continue
+                limiter.wait()
+                pending.append(threads.submit(outcome_of, candidate))
+            while pending:
+                yield settle_oldest()
 
     return run
 

@@ -1,0 +1,104 @@
+"""The re-check of a task's candidates: several in flight at once, outcomes in the candidates' order, a node that is
+gone stops the attempts, and a projection whose rows share a live recount gets them one at a time."""
+
+import dataclasses
+import json
+import threading
+import time
+import uuid
+
+from cassandra.cluster import NoHostAvailable
+from james_consistency.cql import CassandraSettings
+from james_consistency.engine import apply
+from james_consistency.projections import projection_spec
+
+
+class Recorder:
+    """Counts the re-checks running at the same time."""
+
+    def __init__(self, fail_from: int | None = None):
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+        self.fail_from = fail_from
+        self.rechecked: list[int] = []
+
+    def recheck(self, session, context, key, candidate):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.rechecked.append(candidate["uid"])
+        time.sleep(0.02 if candidate["uid"] % 2 else 0.05)  # later candidates often finish first
+        with self.lock:
+            self.running -= 1
+        if self.fail_from is not None and candidate["uid"] >= self.fail_from:
+            raise NoHostAvailable("no host", {})
+        return None if candidate["kind"] == "orphan" else {"uid": candidate["uid"]}
+
+
+class FakeWriter:
+    def __init__(self, session, context, spec):
+        self.writes = []
+
+    def read(self, key):
+        return None
+
+    def consistent(self, expected, current):
+        return expected is None and current is None
+
+    def write(self, row, timestamp, current):
+        pass
+
+    def remove(self, key, timestamp, current):
+        pass
+
+
+MAILBOX = uuid.uuid1()
+
+
+def candidates(count: int) -> list[dict]:
+    return [
+        {"kind": "missing", "mailboxid": str(MAILBOX), "uid": uid, "messageid": str(uuid.uuid1()), "flags": None}
+        for uid in range(count)
+    ]
+
+
+def run_task(monkeypatch, recorder: Recorder, rows: list[dict], *, grouped: bool = False, in_flight: int = 8):
+    monkeypatch.setattr(apply, "executor_session", lambda settings: object())
+    spec = projection_spec("messages", "3.9")
+    writing = dataclasses.replace(spec.writing, writer=FakeWriter, group_columns=("mailboxid",) if grouped else ())
+    spec = dataclasses.replace(spec, recheck=recorder.recheck, writing=writing)
+    context = apply.ApplyContext(CassandraSettings(), "ks", in_flight=in_flight)
+    return list(apply.apply_partition(context, spec)(iter(rows)))
+
+
+def test_candidates_are_rechecked_several_at_once_and_reported_in_their_order(monkeypatch):
+    recorder = Recorder()
+
+    outcomes = run_task(monkeypatch, recorder, candidates(40), in_flight=8)
+
+    assert recorder.most == 8
+    assert [outcome[1] for outcome in outcomes] == [apply.ADDED] * 40
+    assert [json.loads(outcome[3])["uid"] for outcome in outcomes] == list(range(40))
+
+
+def test_after_a_node_is_lost_the_remaining_candidates_are_not_attempted(monkeypatch):
+    recorder = Recorder(fail_from=10)
+
+    outcomes = run_task(monkeypatch, recorder, candidates(100), in_flight=4)
+
+    actions = [outcome[1] for outcome in outcomes]
+    assert actions[:10] == [apply.ADDED] * 10
+    assert set(actions[10:]) == {apply.FAILED}
+    not_attempted = [outcome for outcome in outcomes if (outcome[2] or "").startswith("not attempted")]
+    # The failures are known only as they come back: those already in flight are attempted, no more.
+    assert len(recorder.rechecked) <= 10 + apply.UNREACHABLE_AFTER + 4
+    assert len(not_attempted) == 100 - len(recorder.rechecked)
+
+
+def test_candidates_sharing_a_recount_are_rechecked_one_at_a_time(monkeypatch):
+    recorder = Recorder()
+
+    outcomes = run_task(monkeypatch, recorder, candidates(10), grouped=True, in_flight=8)
+
+    assert recorder.most == 1
+    assert len(outcomes) == 10
