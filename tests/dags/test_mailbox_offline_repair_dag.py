@@ -233,7 +233,7 @@ def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
     "response",
     [
         pytest.param(answer("Approve", "all services are offline"), id="wrong-confirmation"),
-        pytest.param(None, id="timeout-defaults-to-reject"),
+        pytest.param(None, id="timeout-defaults-to-reject", marks=pytest.mark.end_to_end),
     ],
 )
 def test_without_an_approval_nothing_is_written_and_the_run_succeeds(mailbox_dag, api, cql, broken_keyspace, response):

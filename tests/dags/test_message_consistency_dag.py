@@ -258,6 +258,7 @@ def test_the_default_channels_include_the_alert_log(tmp_path, monkeypatch):
     assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
 
 
+@pytest.mark.end_to_end
 def test_a_run_whose_window_ends_stops_well_and_the_next_run_goes_on(
     dagbag, airflow_against_test_node, cql, new_keyspace, monkeypatch
 ):

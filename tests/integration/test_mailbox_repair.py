@@ -368,6 +368,7 @@ def test_repair_refuses_without_the_typed_confirmation(cql, cassandra_node, new_
     assert write_times(cql, keyspace, "3.9") == before
 
 
+@pytest.mark.end_to_end
 def test_the_command_line_checks_then_repairs_through_spark_submit(cql, cassandra_node, new_keyspace, tmp_path):
     keyspace = new_keyspace("mbxcli")
     create_schema(cql, keyspace, "3.5")

@@ -69,6 +69,7 @@ def _repair(keyspace, report, **popen):
     return subprocess.Popen([*command, "--recheck-delay", "5"], text=True, **popen)
 
 
+@pytest.mark.end_to_end
 def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_keyspace, tmp_path):
     """As an operator runs it: spark-submit jobs, the node stopped once the scan is done (during the re-check delay)."""
     job = _repair(broken_keyspace, tmp_path / "lost.json", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -135,6 +135,7 @@ def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(se
         assert secure_settings.tls_truststore_password not in text
 
 
+@pytest.mark.end_to_end
 def test_a_dag_run_on_the_secured_node_shows_the_password_nowhere(secure_settings, tmp_path, monkeypatch, capfd):
     """A dry run of message_consistency through Airflow with the login and TLS of the cassandra_default connection
     (the CLI test above repairs through the same job): the check reads the secured node, and neither password is in
