@@ -1,5 +1,6 @@
 # Airflow 3.3 with this project's pinned requirements, the Spark Cassandra Connector jars and the project itself
-# (the product spark/james_consistency and plugins/; the local kit, kit/, stays out: see the .dockerignore).
+# (the product spark/james_consistency with its jar from spark/jvm, and plugins/; the local kit, kit/, stays out: see
+# the .dockerignore).
 # The Spark jobs run from here as spark-submit clients (deploy mode client) against the standalone cluster, with
 # pip's pyspark 3.5.8 and the Java 17 runtime of the official Spark image (same Spark version as the cluster).
 # The executors do not have the project: each job ships them the product zip built here (spark.files), at the path
@@ -10,10 +11,16 @@ ARG AIRFLOW_IMAGE=apache/airflow:3.3.2-python3.11
 
 FROM ${SPARK_IMAGE} AS spark
 
-# The connector and its dependencies from Maven Central, resolved once at build time (no Ivy at run time).
+# The connector and its dependencies from Maven Central, resolved once at build time (no Ivy at run time), and the
+# product's JVM side (spark/jvm) compiled against them and the Spark image's jars, as scripts/setup.sh does.
 FROM maven:3.9-eclipse-temurin-17 AS jars
 COPY jars/spark/pom.xml /build/jars/spark/pom.xml
 RUN mvn --batch-mode --quiet -f /build/jars/spark/pom.xml package
+COPY --from=spark /opt/spark/jars /build/spark-jars
+COPY spark/jvm /build/spark/jvm
+RUN mkdir /build/classes \
+ && javac --release 11 -nowarn -d /build/classes -cp "/build/spark-jars/*:/build/.local/jars/spark/*" /build/spark/jvm/*.java \
+ && jar cf /build/.local/jars/spark/james-consistency-jvm.jar -C /build/classes .
 
 FROM ${AIRFLOW_IMAGE}
 USER root

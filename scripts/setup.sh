@@ -27,6 +27,18 @@ if [ ! -f .local/jars/spark/spark-cassandra-connector_2.12-3.5.1.jar ]; then
   echo "setup: resolving the Spark Cassandra Connector 3.5.1 from Maven Central"
   mvn --batch-mode --quiet package -f jars/spark/pom.xml
 fi
+# The JVM side of the product (spark/jvm: the token-range scan), compiled against pip's Spark and the connector, and
+# shipped with the connector's jars (.local/jars/spark) to every Spark job.
+jvm_jar=.local/jars/spark/james-consistency-jvm.jar
+if [ ! -f "$jvm_jar" ] || [ -n "$(find spark/jvm -name '*.java' -newer "$jvm_jar")" ]; then
+  echo "setup: compiling spark/jvm into $jvm_jar"
+  pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  classes="$(mktemp -d)"
+  javac --release 11 -nowarn -d "$classes" -cp "$pyspark_jars/*:.local/jars/spark/*" spark/jvm/*.java
+  jar cf "$jvm_jar" -C "$classes" .
+  rm -rf "$classes"
+  rm -f .local/jars/spark-driver-classes.stamp  # the class archive holds the jar's former classes
+fi
 # The Spark driver's class archive (spark_env.ensure_class_archive): every spark-submit job starts ~2 s sooner.
 .venv/bin/python -m james_consistency.spark_env
 

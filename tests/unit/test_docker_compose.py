@@ -11,11 +11,13 @@ import subprocess
 import sys
 import zipfile
 from itertools import pairwise
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import pyspark
 import pytest
 import yaml
-from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency.settings import CATALOGUE
 from james_consistency.spark_env import PRODUCT_ZIP
 from james_consistency_kit.spark_cluster import build_product_zip
@@ -195,6 +197,36 @@ def test_jobs_ship_the_product_zip_the_airflow_image_built(tmp_path):
         executor_python = services[name]["environment"]["SPARK_EXECUTOR_PYTHON"]
         assert executor_python.startswith("/usr/local/bin/python3") and executor_python in worker_text, name
     assert "FROM python:3.11" in worker_text, "python:3.11's interpreter is /usr/local/bin/python3"
+
+
+def test_the_airflow_image_compiles_the_products_jvm_side_into_the_jars_the_jobs_ship(tmp_path):
+    """The image's javac and jar commands, run here with the image's folders mapped to this machine's (pip's Spark
+    jars for the Spark image's), give the jar set-up builds, under the name the jobs ship from the jars folder."""
+    services = compose()["services"]
+    text = dockerfile(services["airflow-scheduler"])
+    built = next(line for line in instructions(text) if line.startswith("RUN") and "javac" in line)
+    jar_name = "james-consistency-jvm.jar"
+    local_dir = re.search(r"\bJAMES_CONSISTENCY_LOCAL_DIR=(\S+)", "\n".join(instructions(text))).group(1)
+    copied = next(line for line in instructions(text) if line.startswith("COPY") and "--from=jars" in line)
+    assert copied.split()[-2:] == ["/build/.local/jars/spark/", f"{local_dir}/jars/spark/"]
+    assert f"/build/.local/jars/spark/{jar_name}" in built
+    assert (SPARK_JARS_DIR / jar_name).is_file(), "set-up builds the same jar"
+
+    pyspark_jars = Path(pyspark.__file__).parent / "jars"
+    (tmp_path / "jars").mkdir()
+    for jar in SPARK_JARS_DIR.glob("*.jar"):
+        if jar.name != jar_name:
+            (tmp_path / "jars" / jar.name).symlink_to(jar)
+    command = (
+        built.removeprefix("RUN ")
+        .replace("/build/spark-jars", str(pyspark_jars))
+        .replace("/build/.local/jars/spark", str(tmp_path / "jars"))
+        .replace("/build/classes", str(tmp_path / "classes"))
+        .replace("/build/spark/jvm", str(PROJECT_ROOT / "spark" / "jvm"))
+    )
+    subprocess.run(["bash", "-c", command], check=True, timeout=120)
+    with zipfile.ZipFile(tmp_path / "jars" / jar_name) as jar:
+        assert "org/james/consistency/TokenRangeScan.class" in jar.namelist()
 
 
 def test_the_compose_file_uses_the_projects_settings_names():

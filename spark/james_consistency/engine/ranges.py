@@ -2,8 +2,9 @@
 
 The ring (Murmur3) is split into N contiguous token ranges. Every table a run reads is scanned range by range in the
 executors (one Spark task per range: a paged `SELECT ... WHERE token(pk) > ? AND token(pk) <= ?` at the truth's
-consistency), each finished batch of ranges is written as parquet to the cycle's work folder, and each of its ranges
-is journalled as done in `james_consistency.run_ranges`. A run killed mid-way, or stopped at its window's end, leaves
+consistency, read on the JVM side through the connector's sessions by spark/jvm's TokenRangeScan), each finished batch
+of ranges is written as parquet to the cycle's work folder, and each of its ranges is journalled as done in
+`james_consistency.run_ranges`. A run killed mid-way, or stopped at its window's end, leaves
 its finished ranges done: the next run of the same target and keyspace scans only the others (`fresh` starts over).
 The tables are scanned in lockstep, a batch of ranges of each in turn, so that a window that ends part-way leaves the
 same ranges done in every table. When every range of every table is done, the diff runs over the kept rows exactly as
@@ -23,17 +24,15 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from functools import partial
+from datetime import UTC, datetime, timedelta
 
-from cassandra.query import SimpleStatement, tuple_factory
+from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine import work_folder
-from james_consistency.engine.live import with_retries
 from james_consistency.errors import OperatorError
 
 log = logging.getLogger("james_consistency")
@@ -302,68 +301,51 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 
 # ---- scanning one table in ranges -----------------------------------------------------------------------------------
 
-_SCAN_SESSIONS: dict = {}
+SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 
 
-def _scan_session(settings: CassandraSettings):
-    session = _SCAN_SESSIONS.get(settings)
-    if session is None:
-        session = connect(settings, row_factory=tuple_factory)
-        _SCAN_SESSIONS[settings] = session
-    return session
-
-
-def _converter(data_type: T.DataType):
-    """A Python driver value as the Spark Cassandra Connector presents it (uuids as strings, sets as arrays, ...)."""
-    if isinstance(data_type, T.StringType):
-        return lambda value: None if value is None else str(value)
-    if isinstance(data_type, T.ArrayType):
-        element = _converter(data_type.elementType)
-        return lambda value: None if value is None else [element(item) for item in value]
-    if isinstance(data_type, T.MapType):
-        key, item = _converter(data_type.keyType), _converter(data_type.valueType)
-        return lambda value: None if value is None else {key(k): item(v) for k, v in value.items()}
-    if isinstance(data_type, T.TimestampType):
-        return lambda value: None if value is None else value.replace(tzinfo=UTC)
-    if isinstance(data_type, T.DateType):
-        return lambda value: value if value is None or isinstance(value, date) else value.date()
-    if isinstance(data_type, T.BinaryType):
-        return lambda value: None if value is None else bytearray(value)
-    return lambda value: value
-
-
-def scan_ranges(
-    settings: CassandraSettings,
+def read_ranges(
+    spark: SparkSession,
     keyspace: str,
     table: str,
     schema: T.StructType,
     partition_key: list[str],
+    ranges: list[tuple[int, int, int]],
     consistency: str,
-):
-    """A mapPartitions function over (index, start, end) rows: the table's rows in each token range, as tuples of the
-    schema's types, each prefixed by its range index."""
-    columns = ", ".join(f'"{name}"' for name in schema.fieldNames())
-    token = f"token({', '.join(partition_key)})"
-    cql = f"SELECT {columns} FROM {keyspace}.{table.lower()} WHERE {token} > %s AND {token} <= %s"
-    converters = [_converter(item.dataType) for item in schema.fields]
+) -> DataFrame:
+    """The table's rows in the (index, start, end] ranges, with the columns of `schema` as the connector presents
+    them, each row prefixed by its range's index (`range_index`). Read in the executors by the JVM class of
+    spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
+    cannot be restricted to a token range, and the Python driver reads a range at twice the CPU."""
+    gateway = spark.sparkContext._gateway
+    jvm = spark._jvm
 
-    def scan(ranges):
-        from cassandra import ConsistencyLevel
+    def java_array(java_type, values):
+        array = gateway.new_array(java_type, len(values))
+        for position, value in enumerate(values):
+            array[position] = value
+        return array
 
-        session = _scan_session(settings)
-        for index, start, end in ranges:
-            statement = SimpleStatement(
-                cql, fetch_size=PAGE_SIZE, consistency_level=getattr(ConsistencyLevel, consistency)
-            )
-            result = with_retries(partial(session.execute, statement, (start, end)))
-            while True:
-                for row in result.current_rows:
-                    yield (index, *(convert(value) for convert, value in zip(converters, row, strict=True)))
-                if not result.has_more_pages:
-                    break
-                with_retries(result.fetch_next_page)
-
-    return scan
+    full_schema = T.StructType([T.StructField("range_index", T.IntegerType()), *schema.fields])
+    scan = jvm.org.james.consistency.TokenRangeScan
+    if not isinstance(scan, JavaClass):  # py4j names an unknown class as a package
+        raise OperatorError(
+            f"{SCAN_CLASS} is not on Spark's class path: run scripts/setup.sh (it builds "
+            ".local/jars/spark/james-consistency-jvm.jar from spark/jvm)"
+        )
+    frame = scan.scan(
+        spark._jsparkSession,
+        keyspace,
+        table.lower(),
+        java_array(jvm.String, partition_key),
+        spark._jsparkSession.parseDataType(full_schema.json()),
+        java_array(jvm.int, [index for index, _, _ in ranges]),
+        java_array(jvm.long, [start for _, start, _ in ranges]),
+        java_array(jvm.long, [end for _, _, end in ranges]),
+        consistency,
+        PAGE_SIZE,
+    )
+    return DataFrame(frame, spark)
 
 
 def partition_key(settings: CassandraSettings, keyspace: str, table: str) -> list[str]:
@@ -462,11 +444,8 @@ class RangedScan:
         name = self._name(table, like)
         location, schema = self._location(name), self._schema(like)
         key = partition_key(self.settings, self.keyspace, table)
-        scan = scan_ranges(self.settings, self.keyspace, table, like.schema, key, self.consistency)
-        rows = self.spark.sparkContext.parallelize(batch, len(batch)).mapPartitions(scan)
-        self.spark.createDataFrame(rows, schema, verifySchema=False).write.mode("overwrite").partitionBy(
-            "range_index"
-        ).parquet(location)
+        rows = read_ranges(self.spark, self.keyspace, table, like.schema, key, batch, self.consistency)
+        rows.write.mode("overwrite").partitionBy("range_index").parquet(location)
         indexes = [index for index, _, _ in batch]
         counts = dict(
             self.spark.read.schema(schema)
