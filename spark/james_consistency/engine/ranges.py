@@ -25,6 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import reduce
 
 from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
@@ -304,6 +305,11 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 
 
+def with_range_index(schema: T.StructType) -> T.StructType:
+    """A table's scanned columns, prefixed by the index of the range each row was read in."""
+    return T.StructType([T.StructField("range_index", T.IntegerType()), *schema.fields])
+
+
 def read_ranges(
     spark: SparkSession,
     keyspace: str,
@@ -326,8 +332,7 @@ def read_ranges(
             array[position] = value
         return array
 
-    full_schema = T.StructType([T.StructField("range_index", T.IntegerType()), *schema.fields])
-    scan = jvm.org.james.consistency.TokenRangeScan
+    scan = reduce(getattr, SCAN_CLASS.split("."), jvm)
     if not isinstance(scan, JavaClass):  # py4j names an unknown class as a package
         raise OperatorError(
             f"{SCAN_CLASS} is not on Spark's class path: run scripts/setup.sh (it builds "
@@ -338,7 +343,7 @@ def read_ranges(
         keyspace,
         table.lower(),
         java_array(jvm.String, partition_key),
-        spark._jsparkSession.parseDataType(full_schema.json()),
+        spark._jsparkSession.parseDataType(with_range_index(schema).json()),
         java_array(jvm.int, [index for index, _, _ in ranges]),
         java_array(jvm.long, [start for _, start, _ in ranges]),
         java_array(jvm.long, [end for _, _, end in ranges]),
@@ -411,7 +416,7 @@ class RangedScan:
 
     @staticmethod
     def _schema(like: DataFrame) -> T.StructType:
-        return T.StructType([T.StructField("range_index", T.IntegerType()), *like.schema.fields])
+        return with_range_index(like.schema)
 
     def scan(self, tables: list[tuple[str, DataFrame]]) -> None:
         """Scan every table's unfinished ranges (`tables`: name and a lazy connector read giving the columns), a batch
