@@ -22,7 +22,7 @@ class Recorder:
         self.fail_from = fail_from
         self.rechecked: list[int] = []
 
-    def recheck(self, session, context, key, candidate):
+    def recheck(self, session, context, key, candidate, current):
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)

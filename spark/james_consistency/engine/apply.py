@@ -140,7 +140,7 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     # The projection is read before the truth: a counter writer checks, right before adding, that the counter
     # did not move while the truth was being counted.
     current = writer.read(key)
-    expected = spec.recheck(session, context, key, candidate)
+    expected = spec.recheck(session, context, key, candidate, current)
     if writer.consistent(expected, current):
         return ALREADY_CONSISTENT
     if expected is None:

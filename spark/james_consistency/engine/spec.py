@@ -8,7 +8,8 @@ the projection's name, not at 3 a.m. in an executor.
       truth        Truth             where the source of truth is read (one table, or a reader over several)
       projection   Projection        the projection table: key, columns, how rows compare, what is destructive
       derive       truth -> expected projection rows (a DataFrame with the projection's columns)
-      recheck      (session, context, key, candidate) -> the expected row now, read live, or None
+      recheck      (session, context, key, candidate, current) -> the expected row now, read live, or None
+                                     (current: the projection row the writer has just read live at the key)
       report_names ReportNames       James's report field names for this task
       health       TruthHealth       the truth's health figures, judged by a Great Expectations suite
       hints        CandidateHints    optional: scanned values that help the re-check find the truth

@@ -220,7 +220,7 @@ def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
             F.col("key").alias("username"), F.col("mailbox").cast("string").alias("mailboxid"), "rights"
         ).where(F.col("rights") != "")
 
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         entries = live_entries(session, context, generation, key["mailboxid"])
         rights = entries.get(key["username"], "") if is_user_entry(key["username"]) else ""
         return {"username": key["username"], "mailboxid": key["mailboxid"], "rights": rights} if rights else None
@@ -256,7 +256,7 @@ def aclv2_projection(generation: str) -> ProjectionSpec:
             .select(F.col("mailbox").cast("string").alias("id"), "key", letters.alias("rights"))
         )
 
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         rights = live_entries(session, context, generation, key["id"]).get(key["key"])
         return {"id": key["id"], "key": key["key"], "rights": set(rights)} if rights else None
 

@@ -220,7 +220,7 @@ def attachment_message_id_rows(truth: DataFrame) -> DataFrame:
 
 
 def _recheck_message_id(generation: str):
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         if _attachment_row(session, context, key["idasuuid"]) is None:
             return None
         for seen in sorted(value for value in candidate["message_id_seen"] if value is not None):
@@ -232,7 +232,7 @@ def _recheck_message_id(generation: str):
     return recheck
 
 
-def _recheck_attachment_message_id(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+def _recheck_attachment_message_id(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
     if _attachment_row(session, context, key["attachmentidasuuid"]) is None:
         return None
     attachment_id = _message_references(

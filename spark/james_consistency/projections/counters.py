@@ -202,7 +202,7 @@ def _read_counters_truth(generation: str):
 
 
 def _recount_mailbox(generation: str):
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         mailbox = key["mailboxid"]
         rows = live_messages(session, context, generation, {mailbox}, _hinted(candidate, "messageid", "timeuuid"))
         exists = prepared(session, f"SELECT id FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency)
@@ -420,7 +420,7 @@ def quota_projection(generation: str, keyspace_tables: frozenset[str] | None = N
 def _quota_current_value_projection(generation: str, common: dict) -> ProjectionSpec:
     recounts = RootRecounts()
 
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         root = key["identifier"]
         messages, octets = recounts.usage(
             root, key["quotatype"], lambda: live_usage(session, context, generation, root, candidate)
@@ -448,7 +448,7 @@ def _quota_current_value_projection(generation: str, common: dict) -> Projection
 
 
 def _current_quota_projection(generation: str, common: dict) -> ProjectionSpec:
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         messages, octets = live_usage(session, context, generation, key["quotaroot"], candidate)
         return {"quotaroot": key["quotaroot"], "messagecount": messages, "storage": octets}
 

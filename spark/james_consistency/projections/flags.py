@@ -114,7 +114,7 @@ def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_
 
 
 def applicable_flag_projection(generation: str, remove_unused: bool = False) -> ProjectionSpec:
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         hinted = {to_cql_value(value, "timeuuid") for value in candidate["messageid_seen"] if value is not None}
         used = live_keywords(session, context, key["mailboxid"], hinted, include_projection=remove_unused)
         return {"mailboxid": key["mailboxid"], "userflags": used} if used else None

@@ -35,8 +35,10 @@ def message_projection(generation: str) -> ProjectionSpec:
     def derive(truth: DataFrame) -> DataFrame:
         return truth.select(*columns)
 
-    def recheck(session, context: ApplyContext, key: dict, candidate) -> dict | None:
-        return live_truth_at(session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns)
+    def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
+        return live_truth_at(
+            session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns, projected=current
+        )
 
     return ProjectionSpec(
         name="messages",
@@ -51,20 +53,28 @@ def message_projection(generation: str) -> ProjectionSpec:
     )
 
 
-def live_truth_at(session, context: ApplyContext, mailbox, uid, message_ids_seen, columns) -> dict | None:
+NOT_READ = object()
+
+
+def live_truth_at(
+    session, context: ApplyContext, mailbox, uid, message_ids_seen, columns, projected=NOT_READ
+) -> dict | None:
     """The imapUidTable row at (mailboxId, uid) now, found through every messageId that may hold it: the ones the
-    scan saw there and the one messageIdTable holds now (a message added after the scan). AmbiguousTruth when
-    several messages claim the uid."""
-    current_projection = with_retries(
-        lambda: session.execute(
-            prepared(
-                session,
-                f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
-                context.projection_consistency,
-            ),
-            [mailbox, uid],
-        ).one()
-    )
+    scan saw there and the one messageIdTable holds now (a message added after the scan). `projected` is the
+    messageIdTable row at the key when the caller has just read it live (None: there is none), saving that read.
+    AmbiguousTruth when several messages claim the uid."""
+    current_projection = projected
+    if projected is NOT_READ:
+        current_projection = with_retries(
+            lambda: session.execute(
+                prepared(
+                    session,
+                    f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
+                    context.projection_consistency,
+                ),
+                [mailbox, uid],
+            ).one()
+        )
     message_ids = {to_cql_value(value, "timeuuid") for value in message_ids_seen if value is not None}
     # A projection row may carry no messageId: James's flag update is an UPDATE of the flag columns, which creates a
     # partial row where the row was missing (an add that failed after the truth write). Querying the truth with a
