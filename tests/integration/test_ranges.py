@@ -8,7 +8,14 @@ ranges journalled; the next run of the same target and keyspace scans only the o
 import time
 
 import pytest
-from james_consistency.engine.ranges import partition_key, read_ranges, token_ranges
+from james_consistency.engine.ranges import (
+    in_ranges,
+    partition_key,
+    partition_token,
+    range_index,
+    read_ranges,
+    token_ranges,
+)
 from james_consistency.engine.run import GateFailed, RunOptions, execute, read_table
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema
@@ -122,6 +129,7 @@ def test_a_window_already_over_stops_before_any_range_and_fresh_starts_over(
     assert (fresh["ranges"]["done"], fresh["ranges"]["total"], fresh["ranges"]["resumed"]) == (12, 12, False)
 
 
+@pytest.mark.end_to_end
 def test_the_command_line_exits_6_when_the_window_ends_and_0_when_resumed(
     cql, cassandra_settings, new_keyspace, tmp_path
 ):
@@ -247,3 +255,51 @@ def test_every_table_james_wrote_reads_the_same_in_token_ranges_as_through_the_c
         assert rows_of(in_ranges.drop("range_index")) == rows_of(whole), table
         compared += 1
     assert compared >= 12, f"only {compared} tables held rows"
+
+
+KEYS = {
+    "text": ("k text", ["k"], {"k": "text"}, ["'bob@domain.tld'", "'alice@domain.tld'", "'été@domain.tld'"]),
+    "timeuuid": ("k timeuuid", ["k"], {"k": "timeuuid"}, ["d2177dd0-eaa2-11de-a572-001b779c76e3", "now()"]),
+    "bigint": ("k bigint", ["k"], {"k": "bigint"}, ["42", "-7", "9223372036854775807"]),
+    "int": ("k int", ["k"], {"k": "int"}, ["42", "-7"]),
+    "composite": (
+        "a text, b timeuuid",
+        ["a", "b"],
+        {"a": "text", "b": "timeuuid"},
+        ["'x', d2177dd0-eaa2-11de-a572-001b779c76e3", "'bob', now()"],
+    ),
+}
+
+
+def test_every_kind_of_partition_key_gets_the_token_cassandra_gives_it(cql, spark, new_keyspace):
+    keyspace = new_keyspace("tokens")
+    cql.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+    for kind, (columns, key, cql_types, values) in KEYS.items():
+        cql.execute(f"CREATE TABLE {keyspace}.{kind} ({columns}, n int, PRIMARY KEY (({', '.join(key)})))")
+        for value in values:
+            cql.execute(f"INSERT INTO {keyspace}.{kind} ({', '.join(key)}, n) VALUES ({value}, 1)")
+        by_cassandra = {
+            tuple(str(row[index]) for index in range(len(key))): row[-1]
+            for row in cql.execute(f"SELECT {', '.join(key)}, token({', '.join(key)}) FROM {keyspace}.{kind}")
+        }
+
+        scanned = read_table(spark, keyspace, kind, (*key, "n"))
+        ours = scanned.select(*key, partition_token(spark, cql_types).alias("token")).collect()
+
+        assert {tuple(str(row[column]) for column in key): row["token"] for row in ours} == by_cassandra, kind
+        assert len(by_cassandra) == len(values), kind
+
+
+def test_only_the_rows_of_the_finished_ranges_are_kept(spark):
+    names = [f"user{number}@domain.tld" for number in range(40)]
+    frame = spark.createDataFrame([(name, 1) for name in names] + [(None, 0)], "username string, n int")
+    tokens = frame.select("username", partition_token(spark, {"username": "text"}).alias("token")).collect()
+    index_of = {row["username"]: range_index(8, row["token"]) for row in tokens if row["username"]}
+    finished = {0, 1, 2, 5}  # two runs of consecutive ranges
+
+    kept = in_ranges(frame, {"username": "text"}, 8, finished).collect()
+
+    expected = sorted(name for name, index in index_of.items() if index in finished)
+    assert sorted(row["username"] for row in kept) == expected
+    assert 0 < len(expected) < len(names)
+    assert in_ranges(frame, {"username": "text"}, 8, set()).count() == 0

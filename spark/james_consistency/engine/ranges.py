@@ -20,7 +20,6 @@ import bisect
 import hashlib
 import logging
 import math
-import struct
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from functools import reduce
 
 from py4j.java_gateway import JavaClass
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -56,31 +55,6 @@ def token_ranges(count: int) -> list[tuple[int, int]]:
     return [(bounds[index], bounds[index + 1]) for index in range(count)]
 
 
-def _serialized(cql_type: str, value) -> bytes:
-    """A partition key component as Cassandra serializes it for its token."""
-    if cql_type in ("uuid", "timeuuid"):
-        return uuid.UUID(str(value)).bytes
-    if cql_type in ("text", "varchar", "ascii"):
-        return str(value).encode()
-    if cql_type in ("bigint", "counter"):
-        return struct.pack(">q", value)
-    if cql_type == "int":
-        return struct.pack(">i", value)
-    raise OperatorError(f"no token for a partition key of type {cql_type}")
-
-
-def murmur3_token(cql_types: tuple[str, ...], values: tuple) -> int | None:
-    """Cassandra's Murmur3 token of a partition key (None when a component is null)."""
-    from cassandra.murmur3 import murmur3
-
-    if any(value is None for value in values):
-        return None
-    parts = [_serialized(cql_type, value) for cql_type, value in zip(cql_types, values, strict=True)]
-    key = parts[0] if len(parts) == 1 else b"".join(struct.pack(">H", len(part)) + part + b"\0" for part in parts)
-    token = murmur3(key)
-    return MAX_TOKEN if token == MIN_TOKEN else token
-
-
 def range_index(count: int, token: int) -> int:
     """The index of the range of `token_ranges(count)` that holds `token`."""
     ends = [end for _, end in token_ranges(count)]
@@ -89,17 +63,36 @@ def range_index(count: int, token: int) -> int:
 
 def in_ranges(frame: DataFrame, partition_key: dict[str, str], count: int, indexes: set[int]) -> DataFrame:
     """The rows of `frame` whose partition (`partition_key`: column -> CQL type, in key order) falls in one of the
-    given ranges of `token_ranges(count)`. A Python function computes each row's token: used only for the part of a
-    cycle a window left unfinished."""
-    columns, cql_types = list(partition_key), tuple(partition_key.values())
-    ends = [end for _, end in token_ranges(count)]
+    given ranges of `token_ranges(count)`: used only for the part of a cycle a window left unfinished. Each row's
+    token is computed on the JVM side by spark/jvm's PartitionToken (the Java driver's Murmur3 over the key as
+    Cassandra serializes it)."""
+    token = partition_token(frame.sparkSession, partition_key)
+    bounds = token_ranges(count)
+    kept = F.lit(False)
+    for first, last in _runs(sorted(indexes)):
+        kept = kept | ((token > F.lit(bounds[first][0])) & (token <= F.lit(bounds[last][1])))
+    return frame.where(kept)
 
-    def index_of(*values) -> int | None:
-        token = murmur3_token(cql_types, values)
-        return None if token is None else bisect.bisect_left(ends, token)
 
-    index = F.udf(index_of, T.IntegerType())(*(F.col(column) for column in columns))
-    return frame.where(index.isin(sorted(indexes)))
+def partition_token(spark: SparkSession, partition_key: dict[str, str]) -> Column:
+    """Cassandra's Murmur3 token of each row's partition (`partition_key`: column -> CQL type, in key order; null
+    when a component is null), computed on the JVM side by spark/jvm's PartitionToken with the Java driver's hash."""
+    cql_types = list(partition_key.values())
+    function = "cassandra_token_" + "_".join(cql_types)
+    types = _java_array(spark, spark._jvm.String, cql_types)
+    _jvm_class(spark, TOKEN_CLASS).register(spark._jsparkSession, function, types)
+    return F.call_udf(function, F.struct(*(F.col(column) for column in partition_key)))
+
+
+def _runs(indexes: list[int]) -> list[tuple[int, int]]:
+    """Sorted indexes as (first, last) runs of consecutive ones: [0, 1, 2, 5] -> [(0, 2), (5, 5)]."""
+    runs: list[tuple[int, int]] = []
+    for index in indexes:
+        if runs and runs[-1][1] == index - 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    return runs
 
 
 def parse_until(text: str, now: datetime | None = None) -> float:
@@ -303,6 +296,25 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 # ---- scanning one table in ranges -----------------------------------------------------------------------------------
 
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
+TOKEN_CLASS = "org.james.consistency.PartitionToken"
+
+
+def _jvm_class(spark: SparkSession, name: str):
+    """A class of the product's JVM side (spark/jvm), with a clear error when its jar is not on Spark's class path."""
+    found = reduce(getattr, name.split("."), spark._jvm)
+    if not isinstance(found, JavaClass):  # py4j names an unknown class as a package
+        raise OperatorError(
+            f"{name} is not on Spark's class path: run scripts/setup.sh (it builds "
+            ".local/jars/spark/james-consistency-jvm.jar from spark/jvm)"
+        )
+    return found
+
+
+def _java_array(spark: SparkSession, java_type, values):
+    array = spark.sparkContext._gateway.new_array(java_type, len(values))
+    for position, value in enumerate(values):
+        array[position] = value
+    return array
 
 
 def with_range_index(schema: T.StructType) -> T.StructType:
@@ -323,22 +335,12 @@ def read_ranges(
     them, each row prefixed by its range's index (`range_index`). Read in the executors by the JVM class of
     spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
     cannot be restricted to a token range, and the Python driver reads a range at twice the CPU."""
-    gateway = spark.sparkContext._gateway
     jvm = spark._jvm
 
     def java_array(java_type, values):
-        array = gateway.new_array(java_type, len(values))
-        for position, value in enumerate(values):
-            array[position] = value
-        return array
+        return _java_array(spark, java_type, values)
 
-    scan = reduce(getattr, SCAN_CLASS.split("."), jvm)
-    if not isinstance(scan, JavaClass):  # py4j names an unknown class as a package
-        raise OperatorError(
-            f"{SCAN_CLASS} is not on Spark's class path: run scripts/setup.sh (it builds "
-            ".local/jars/spark/james-consistency-jvm.jar from spark/jvm)"
-        )
-    frame = scan.scan(
+    frame = _jvm_class(spark, SCAN_CLASS).scan(
         spark._jsparkSession,
         keyspace,
         table.lower(),
@@ -447,20 +449,17 @@ class RangedScan:
         if self.window.max_ranges is not None:
             batch = batch[: self.window.max_ranges - self.progress.scanned]
         name = self._name(table, like)
-        location, schema = self._location(name), self._schema(like)
+        location = self._location(name)
         key = partition_key(self.settings, self.keyspace, table)
         rows = read_ranges(self.spark, self.keyspace, table, like.schema, key, batch, self.consistency)
-        rows.write.mode("overwrite").partitionBy("range_index").parquet(location)
         indexes = [index for index, _, _ in batch]
-        counts = dict(
-            self.spark.read.schema(schema)
-            .parquet(location)
-            .where(F.col("range_index").isin(indexes))
-            .groupBy("range_index")
-            .count()
-            .collect()
-        )
-        self.journal.mark_done(name, [(index, start, end, counts.get(index, 0)) for index, start, end in batch])
+        # Each range's row count, measured by the write itself (no second read of what it wrote).
+        counted = Observation(f"{name}-{indexes[0]}-{uuid.uuid4().hex[:8]}")
+        rows.observe(
+            counted, *(F.count(F.when(F.col("range_index") == index, 1)).alias(str(index)) for index in indexes)
+        ).write.mode("overwrite").partitionBy("range_index").parquet(location)
+        counts = counted.get
+        self.journal.mark_done(name, [(index, start, end, counts[str(index)]) for index, start, end in batch])
         self.done[name].update(indexes)
         self.progress.done += len(batch)
         self.progress.scanned += len(batch)
