@@ -201,6 +201,7 @@ def test_wrong_input_is_one_line(cassandra_settings):
         james_harness.run("3.8.1", "break", ["--keyspace", "k", "--kind", "nope", "--rate", "0.1"], cassandra_settings)
 
 
+@pytest.mark.end_to_end
 def test_james_381_break_usermailboxacl_leaves_the_grant_in_the_events_only(cql, cassandra_settings, new_keyspace):
     if not james_harness.is_built("3.8.1"):
         pytest.skip("the James 3.8.1 harness is not built (make setup builds james/harness-3.8.1)")

@@ -106,6 +106,7 @@ def seed_broken(env: dict, keyspace: str) -> list[str]:
     ]
 
 
+@pytest.mark.end_to_end
 def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(secure_settings, tmp_path):
     env = secure_environment(secure_settings)
     keyspace = "secure_" + secrets.token_hex(4)
