@@ -303,3 +303,5 @@ def test_only_the_rows_of_the_finished_ranges_are_kept(spark):
     assert sorted(row["username"] for row in kept) == expected
     assert 0 < len(expected) < len(names)
     assert in_ranges(frame, {"username": "text"}, 8, set()).count() == 0
+    with pytest.raises(OperatorError, match="no token for a partition key of type blob"):
+        in_ranges(frame, {"username": "blob"}, 8, finished)

@@ -78,6 +78,9 @@ def partition_token(spark: SparkSession, partition_key: dict[str, str]) -> Colum
     """Cassandra's Murmur3 token of each row's partition (`partition_key`: column -> CQL type, in key order; null
     when a component is null), computed on the JVM side by spark/jvm's PartitionToken with the Java driver's hash."""
     cql_types = list(partition_key.values())
+    unsupported = sorted(set(cql_types) - TOKEN_KEY_TYPES)
+    if unsupported:
+        raise OperatorError(f"no token for a partition key of type {', '.join(unsupported)}")
     function = "cassandra_token_" + "_".join(cql_types)
     types = _java_array(spark, spark._jvm.String, cql_types)
     _jvm_class(spark, TOKEN_CLASS).register(spark._jsparkSession, function, types)
@@ -297,6 +300,8 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 TOKEN_CLASS = "org.james.consistency.PartitionToken"
+# The partition key types PartitionToken serializes (every James table's partition key is one of them).
+TOKEN_KEY_TYPES = {"uuid", "timeuuid", "text", "varchar", "ascii", "bigint", "counter", "int"}
 
 
 def _jvm_class(spark: SparkSession, name: str):
@@ -336,19 +341,15 @@ def read_ranges(
     spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
     cannot be restricted to a token range, and the Python driver reads a range at twice the CPU."""
     jvm = spark._jvm
-
-    def java_array(java_type, values):
-        return _java_array(spark, java_type, values)
-
     frame = _jvm_class(spark, SCAN_CLASS).scan(
         spark._jsparkSession,
         keyspace,
         table.lower(),
-        java_array(jvm.String, partition_key),
+        _java_array(spark, jvm.String, partition_key),
         spark._jsparkSession.parseDataType(with_range_index(schema).json()),
-        java_array(jvm.int, [index for index, _, _ in ranges]),
-        java_array(jvm.long, [start for _, start, _ in ranges]),
-        java_array(jvm.long, [end for _, _, end in ranges]),
+        _java_array(spark, jvm.int, [index for index, _, _ in ranges]),
+        _java_array(spark, jvm.long, [start for _, start, _ in ranges]),
+        _java_array(spark, jvm.long, [end for _, _, end in ranges]),
         consistency,
         PAGE_SIZE,
     )
