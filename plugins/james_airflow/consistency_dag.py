@@ -41,8 +41,12 @@ KEYSPACE_PATTERN = "^[A-Za-z][A-Za-z0-9_]{0,47}$"
 
 def schedule_from_environment(cron_setting: str) -> CronTriggerTimetable:
     """The off-peak schedule: a cron (per DAG, its setting `cron_setting`) in the deployment's timezone
-    (JAMES_REPAIR_TIMEZONE, shared by the repair DAGs)."""
-    return CronTriggerTimetable(setting(cron_setting), timezone=setting("JAMES_REPAIR_TIMEZONE"))
+    (JAMES_REPAIR_TIMEZONE, shared by the repair DAGs). A DAG deployed or unpaused after its slot waits for the next
+    one: `run_immediately=timedelta(0)`, because Airflow 3.3 reads False like None and starts a missed daily slot
+    at once when it is less than 2.4 hours old (10 % of the gap between slots)."""
+    return CronTriggerTimetable(
+        setting(cron_setting), timezone=setting("JAMES_REPAIR_TIMEZONE"), run_immediately=timedelta(0)
+    )
 
 
 def deployment_keyspace() -> str:
@@ -243,7 +247,7 @@ def _repair_dag(
         doc_md=doc_md,
         schedule=schedule,
         # No start_date: a DAG deployed or unpaused after tonight's slot waits for the next one instead of starting
-        # the missed repair at once, in the middle of the day (CronTriggerTimetable's run_immediately=False).
+        # the missed repair at once (see schedule_from_environment).
         catchup=False,
         max_active_runs=1,
         deadline=repair_window(),

@@ -185,6 +185,26 @@ def test_dag_files_parse_fast_without_io_or_heavy_imports():
     print(f"DagBag: Airflow import {found['airflow_import']:.2f}s, parse of dags/ {found['parse']:.2f}s")
 
 
+def test_a_dag_unpaused_after_its_slot_waits_for_the_next_one(dagbag, monkeypatch):
+    """Airflow starts a missed slot at once when unpaused shortly after it unless told not to: a repair unpaused
+    late in tonight's window (or by make run's demo 19 minutes after the slot) would start a whole repair at once."""
+    from datetime import UTC, datetime, timedelta
+
+    import airflow.timetables.trigger as trigger
+    from airflow.timetables.base import TimeRestriction
+
+    for dag_id in REPAIR_DAGS:
+        timetable = dagbag.get_dag(dag_id).timetable
+        slot = timetable._align_to_prev(datetime(2026, 11, 25, 12, 0, tzinfo=UTC))
+        monkeypatch.setattr(trigger, "utcnow", lambda slot=slot: slot + timedelta(minutes=19))
+
+        first = timetable.next_dagrun_info(
+            last_automated_data_interval=None, restriction=TimeRestriction(earliest=None, latest=None, catchup=False)
+        )
+
+        assert first.run_after > slot + timedelta(minutes=19), (dag_id, slot, first.run_after)
+
+
 def test_schedule_and_timezone_come_from_the_environment_or_airflow_variables():
     settings = [
         {},
