@@ -4,6 +4,8 @@ import com.datastax.oss.driver.internal.core.metadata.token.Murmur3Token;
 import com.datastax.oss.driver.internal.core.metadata.token.Murmur3TokenFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Set;
 import java.util.UUID;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -18,6 +20,10 @@ import org.apache.spark.sql.types.DataTypes;
 public final class PartitionToken implements UDF1<Row, Long> {
   private static final long serialVersionUID = 1L;
 
+  /** The partition key types this function serializes (every James table's partition key is one of them). */
+  private static final Set<String> KEY_TYPES =
+      Set.of("uuid", "timeuuid", "text", "varchar", "ascii", "bigint", "counter", "int");
+
   private final String[] cqlTypes;
 
   public PartitionToken(String[] cqlTypes) {
@@ -27,6 +33,11 @@ public final class PartitionToken implements UDF1<Row, Long> {
   /** Registers the function under {@code name} for partition keys of these CQL types. */
   public static void register(SparkSession spark, String name, String[] cqlTypes) {
     spark.udf().register(name, new PartitionToken(cqlTypes), DataTypes.LongType);
+  }
+
+  /** The types among {@code cqlTypes} it cannot hash (checked before a job uses it). */
+  public static String[] unsupported(String[] cqlTypes) {
+    return Arrays.stream(cqlTypes).filter(type -> !KEY_TYPES.contains(type)).distinct().sorted().toArray(String[]::new);
   }
 
   @Override

@@ -78,12 +78,13 @@ def partition_token(spark: SparkSession, partition_key: dict[str, str]) -> Colum
     """Cassandra's Murmur3 token of each row's partition (`partition_key`: column -> CQL type, in key order; null
     when a component is null), computed on the JVM side by spark/jvm's PartitionToken with the Java driver's hash."""
     cql_types = list(partition_key.values())
-    unsupported = sorted(set(cql_types) - TOKEN_KEY_TYPES)
+    token = _jvm_class(spark, TOKEN_CLASS)
+    types = _java_array(spark, spark._jvm.String, cql_types)
+    unsupported = list(token.unsupported(types))
     if unsupported:
         raise OperatorError(f"no token for a partition key of type {', '.join(unsupported)}")
     function = "cassandra_token_" + "_".join(cql_types)
-    types = _java_array(spark, spark._jvm.String, cql_types)
-    _jvm_class(spark, TOKEN_CLASS).register(spark._jsparkSession, function, types)
+    token.register(spark._jsparkSession, function, types)
     return F.call_udf(function, F.struct(*(F.col(column) for column in partition_key)))
 
 
@@ -300,8 +301,6 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 TOKEN_CLASS = "org.james.consistency.PartitionToken"
-# The partition key types PartitionToken serializes (every James table's partition key is one of them).
-TOKEN_KEY_TYPES = {"uuid", "timeuuid", "text", "varchar", "ascii", "bigint", "counter", "int"}
 
 
 def _jvm_class(spark: SparkSession, name: str):
