@@ -4,13 +4,34 @@ gone stops the attempts, and a projection whose rows share a live recount gets t
 import dataclasses
 import json
 import threading
-import time
 import uuid
 
 from cassandra.cluster import NoHostAvailable
 from james_consistency.cql import CassandraSettings
 from james_consistency.engine import apply
+from james_consistency.engine.live import Query
 from james_consistency.projections import projection_spec
+
+
+class DelayedAnswers:
+    """Stands for the driver session: answers each statement (a delay in seconds) from another thread after that
+    delay, as the driver's event loop does, or with the error given instead of a delay."""
+
+    def execute_async(self, statement, values):
+        return DelayedAnswer(statement)
+
+
+class DelayedAnswer:
+    has_more_pages = False
+
+    def __init__(self, delay_or_error):
+        self.delay_or_error = delay_or_error
+
+    def add_callbacks(self, callback, errback):
+        if isinstance(self.delay_or_error, Exception):
+            threading.Timer(0.01, errback, [self.delay_or_error]).start()
+        else:
+            threading.Timer(self.delay_or_error, callback, [[]]).start()
 
 
 class Recorder:
@@ -18,20 +39,19 @@ class Recorder:
 
     def __init__(self, fail_from: int | None = None):
         self.running = self.most = 0
-        self.lock = threading.Lock()
         self.fail_from = fail_from
         self.rechecked: list[int] = []
 
     def recheck(self, session, context, key, candidate, current):
-        with self.lock:
-            self.running += 1
-            self.most = max(self.most, self.running)
-            self.rechecked.append(candidate["uid"])
-        time.sleep(0.02 if candidate["uid"] % 2 else 0.05)  # later candidates often finish first
-        with self.lock:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        self.rechecked.append(candidate["uid"])
+        try:
+            failing = self.fail_from is not None and candidate["uid"] >= self.fail_from
+            # Later candidates often finish first.
+            yield Query(NoHostAvailable("no host", {}) if failing else 0.02 if candidate["uid"] % 2 else 0.05)
+        finally:
             self.running -= 1
-        if self.fail_from is not None and candidate["uid"] >= self.fail_from:
-            raise NoHostAvailable("no host", {})
         return None if candidate["kind"] == "orphan" else {"uid": candidate["uid"]}
 
 
@@ -41,15 +61,16 @@ class FakeWriter:
 
     def read(self, key):
         return None
+        yield
 
     def consistent(self, expected, current):
         return expected is None and current is None
 
     def write(self, row, timestamp, current):
-        pass
+        yield Query(0.001)
 
     def remove(self, key, timestamp, current):
-        pass
+        yield Query(0.001)
 
 
 MAILBOX = uuid.uuid1()
@@ -63,7 +84,7 @@ def candidates(count: int) -> list[dict]:
 
 
 def run_task(monkeypatch, recorder: Recorder, rows: list[dict], *, grouped: bool = False, in_flight: int = 8):
-    monkeypatch.setattr(apply, "executor_session", lambda settings: object())
+    monkeypatch.setattr(apply, "executor_session", lambda settings: DelayedAnswers())
     spec = projection_spec("messages", "3.9")
     writing = dataclasses.replace(spec.writing, writer=FakeWriter, group_columns=("mailboxid",) if grouped else ())
     spec = dataclasses.replace(spec, recheck=recorder.recheck, writing=writing)

@@ -4,7 +4,6 @@ still inconsistent, with writes stamped so that anything a user writes after the
 import json
 import uuid
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,7 +11,15 @@ from cassandra import OperationTimedOut
 from cassandra.cluster import NoHostAvailable
 
 from james_consistency.cql import CassandraSettings
-from james_consistency.engine.live import RateLimiter, executor_session, now_micros, prepared, with_retries
+from james_consistency.engine.live import (
+    Query,
+    RateLimiter,
+    StepLoop,
+    executor_session,
+    now_micros,
+    one,
+    prepared,
+)
 from james_consistency.engine.spec import ProjectionSpec
 
 ADDED = "added"
@@ -26,7 +33,9 @@ OUTCOME_SCHEMA = "kind string, action string, error string, sample string"
 # gone, and the rest are reported as not attempted instead of waiting out the retries of each.
 UNREACHABLE_AFTER = 3
 # Candidates re-checked at once in one Spark task (each re-check is a few round trips, mostly waiting).
-IN_FLIGHT = 16
+IN_FLIGHT = 32
+# Outcomes held back behind a slower, older candidate (they are yielded in the candidates' order).
+HELD_BACK = 512
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,8 @@ def comparable(row: dict | None, columns: tuple[str, ...]) -> tuple | None:
 
 class ProjectionWriter:
     """Reads and writes one projection table by its key, through prepared statements: whole rows, upserted or
-    deleted with a timestamp. Other writers (set elements, counters) offer the same four methods."""
+    deleted with a timestamp. Other writers (set elements, counters) offer the same four methods. `read`, `write`
+    and `remove` are re-check steps (see engine.live)."""
 
     def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
         table = f"{context.keyspace}.{spec.projection_table}"
@@ -93,20 +103,17 @@ class ProjectionWriter:
     def upsert_values(self, row: dict, timestamp: int) -> list:
         return [_bindable(row.get(column)) for column in self.spec.columns] + [timestamp]
 
-    def read(self, key: dict) -> dict | None:
-        values = [key[column] for column in self.spec.key]
-        return with_retries(lambda: self.session.execute(self.select, values).one())
+    def read(self, key: dict):
+        return one((yield Query(self.select, [key[column] for column in self.spec.key])))
 
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return comparable(expected, self.spec.columns) == comparable(current, self.spec.columns)
 
-    def write(self, row: dict, timestamp: int, current: dict | None) -> None:
-        values = self.upsert_values(row, timestamp)
-        with_retries(lambda: self.session.execute(self.upsert, values))
+    def write(self, row: dict, timestamp: int, current: dict | None):
+        yield Query(self.upsert, self.upsert_values(row, timestamp))
 
-    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
-        values = [timestamp] + [key[column] for column in self.spec.key]
-        with_retries(lambda: self.session.execute(self.delete, values))
+    def remove(self, key: dict, timestamp: int, current: dict | None):
+        yield Query(self.delete, [timestamp] + [key[column] for column in self.spec.key])
 
 
 class UpdateWriter(ProjectionWriter):
@@ -129,7 +136,8 @@ def _bindable(value):
 
 
 def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext, spec: ProjectionSpec, candidate):
-    """Re-check one candidate and fix it if it is still inconsistent. Returns the action taken.
+    """Re-check one candidate and fix it if it is still inconsistent (steps, see engine.live). Returns the action
+    taken.
 
     The write timestamp is taken BEFORE the re-read: a user write made after the re-read carries a later
     timestamp and wins over this repair whatever the order the two writes reach Cassandra in; a user write
@@ -139,25 +147,26 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     write_timestamp = now_micros()
     # The projection is read before the truth: a counter writer checks, right before adding, that the counter
     # did not move while the truth was being counted.
-    current = writer.read(key)
-    expected = spec.recheck(session, context, key, candidate, current)
+    current = yield from writer.read(key)
+    expected = yield from spec.recheck(session, context, key, candidate, current)
     if writer.consistent(expected, current):
         return ALREADY_CONSISTENT
     if expected is None:
         if context.write:
-            writer.remove(key, write_timestamp, current)
+            yield from writer.remove(key, write_timestamp, current)
         return REMOVED
     if context.write:
-        writer.write(expected, write_timestamp, current)
+        yield from writer.write(expected, write_timestamp, current)
     return ADDED if current is None else UPDATED
 
 
 def apply_partition(context: ApplyContext, spec: ProjectionSpec):
     """A mapPartitions function over candidate rows, yielding one outcome per candidate (in their order).
 
-    Up to `context.in_flight` candidates are re-checked at once, each in its own thread with its own round trips:
-    a re-check waits on Cassandra far longer than it computes. A projection whose candidates must be re-checked one
-    after the other (`group_columns`: a live recount shared by the rows of a group) gets one at a time."""
+    Up to `context.in_flight` candidates are re-checked at once, their statements sent through the driver's
+    asynchronous API (a re-check waits on Cassandra far longer than it computes). A projection whose candidates must
+    be re-checked one after the other (`group_columns`: a live recount shared by the rows of a group) gets one at a
+    time."""
 
     in_flight = 1 if spec.writing.group_columns else max(context.in_flight, 1)
 
@@ -178,48 +187,55 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
                 yield (candidate["kind"], FAILED, unreachable, sample_of(candidate))
             return
 
-        def outcome_of(candidate) -> tuple[tuple, bool]:
-            """The candidate's outcome, and whether it failed because no node answered."""
-            try:
-                action = reconcile_candidate(writer, session, context, spec, candidate)
-                return (candidate["kind"], action, None, sample_of(candidate)), False
-            except Exception as error:  # noqa: BLE001 - one bad row must not stop the run; it is reported
-                failure = (
-                    candidate["kind"],
-                    FAILED,
-                    f"{type(error).__name__}: {str(error)[:300]}",
-                    sample_of(candidate),
-                )
-                return failure, isinstance(error, NoHostAvailable | OperationTimedOut)
-
+        loop = StepLoop(session)
         limiter = RateLimiter(context.rate_per_task)
+        pending: deque[_Outcome] = deque()
         lost = 0  # consecutive candidates that failed because no node answered
-        pending: deque[Future] = deque()
-        with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="recheck") as threads:
 
-            def settle_oldest():
-                nonlocal lost
-                outcome, unreachable = pending.popleft().result()
-                lost = lost + 1 if unreachable else 0
-                return outcome
+        def settled():
+            nonlocal lost
+            while pending and pending[0].outcome is not None:
+                outcome = pending.popleft()
+                lost = lost + 1 if outcome.unreachable else 0
+                yield outcome.outcome
 
-            for candidate in candidates:
-                if len(pending) >= in_flight:
-                    yield settle_oldest()
-                if lost >= UNREACHABLE_AFTER:
-                    yield (
-                        candidate["kind"],
-                        FAILED,
-                        "not attempted: Cassandra unreachable (NoHostAvailable)",
-                        sample_of(candidate),
-                    )
-                    continue
+        for candidate in candidates:
+            while loop.running >= in_flight or len(pending) >= HELD_BACK:
+                loop.run_once()
+                yield from settled()
+            outcome = _Outcome(candidate, sample_of(candidate))
+            pending.append(outcome)
+            if lost >= UNREACHABLE_AFTER:
+                outcome.not_attempted("not attempted: Cassandra unreachable (NoHostAvailable)")
+            else:
                 limiter.wait()
-                pending.append(threads.submit(outcome_of, candidate))
-            while pending:
-                yield settle_oldest()
+                loop.start(reconcile_candidate(writer, session, context, spec, candidate), outcome.settle)
+            yield from settled()
+        while loop.running:
+            loop.run_once()
+            yield from settled()
+        yield from settled()
 
     return run
+
+
+class _Outcome:
+    """One candidate's outcome row, once its re-check has ended; whether it failed because no node answered."""
+
+    def __init__(self, candidate, sample: str):
+        self.kind, self.sample = candidate["kind"], sample
+        self.outcome: tuple | None = None
+        self.unreachable = False
+
+    def settle(self, action: str | None, error: BaseException | None) -> None:
+        if error is None:
+            self.outcome = (self.kind, action, None, self.sample)
+            return
+        self.outcome = (self.kind, FAILED, f"{type(error).__name__}: {str(error)[:300]}", self.sample)
+        self.unreachable = isinstance(error, NoHostAvailable | OperationTimedOut)
+
+    def not_attempted(self, reason: str) -> None:
+        self.outcome = (self.kind, FAILED, reason, self.sample)
 
 
 def _jsonable(value):

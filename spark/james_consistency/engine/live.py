@@ -1,8 +1,19 @@
 """Live Cassandra access from the Spark executors: one driver session per Python worker, prepared statements,
-retries with backoff on transient errors, a rate limit."""
+retries with backoff on transient errors, a rate limit, and the loop that runs many re-checks at once.
 
+A re-check is written as steps: a generator that yields the statements it needs (`rows = yield Query(...)`,
+`row_lists = yield Together(...)`) and returns its answer. `StepLoop` sends the statements through the driver's
+asynchronous API and carries each re-check on when its rows come back, all from the task's own thread; `run_steps`
+runs one re-check to its end. A thread per re-check, blocked on each answer, cost the Python worker about twice
+the CPU per statement.
+"""
+
+import heapq
+import itertools
+import queue
 import random
 import time
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 
 from cassandra import ConsistencyLevel, OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
@@ -43,7 +54,17 @@ def prepared(session, cql: str, consistency: str):
     return statement
 
 
-def with_retries(action, attempts: int = 5, first_delay: float = 0.1):
+ATTEMPTS = 5
+FIRST_RETRY_DELAY = 0.1
+# Statements of one `Together` sent at once.
+TOGETHER_AT_ONCE = 64
+
+
+def _retry_delay(attempt: int, first_delay: float = FIRST_RETRY_DELAY) -> float:
+    return first_delay * (2**attempt) * (0.5 + random.random())
+
+
+def with_retries(action, attempts: int = ATTEMPTS, first_delay: float = FIRST_RETRY_DELAY):
     """Run `action()`; retry transient Cassandra errors with exponential backoff and jitter."""
     for attempt in range(attempts):
         try:
@@ -51,8 +72,159 @@ def with_retries(action, attempts: int = 5, first_delay: float = 0.1):
         except TRANSIENT_ERRORS:
             if attempt == attempts - 1:
                 raise
-            time.sleep(first_delay * (2**attempt) * (0.5 + random.random()))
+            time.sleep(_retry_delay(attempt, first_delay))
     return None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A statement a re-check step waits for: `rows = yield Query(statement, values)` gets every row (all pages).
+    Transient errors are retried, except for a statement that must not be applied twice (`retried=False`: a counter
+    increment that timed out may have been applied)."""
+
+    statement: object
+    values: Sequence = ()
+    retried: bool = True
+
+
+@dataclass(frozen=True)
+class Together:
+    """Statements sent at once: `row_lists = yield Together(queries)` gets their rows in the queries' order."""
+
+    queries: tuple[Query, ...]
+
+
+Steps = Generator[Query | Together, object, object]
+
+
+def one(rows: list) -> dict | None:
+    return rows[0] if rows else None
+
+
+@dataclass
+class _Running:
+    steps: Steps
+    done: Callable[[object, BaseException | None], None]
+    step: int = 0
+    request: Query | Together | None = None
+    queries: tuple[Query, ...] = ()
+    results: list = field(default_factory=list)
+    sent: int = 0
+    left: int = 0
+
+
+class StepLoop:
+    """Runs re-check steps on the driver's asynchronous API, from the thread that calls `run_once`. The driver's
+    callbacks only hand answers over through a queue: a step's own code (which may prepare a statement, a blocking
+    call) never runs on the driver's event loop."""
+
+    def __init__(self, session):
+        self.session = session
+        self.running = 0
+        self._answers: queue.SimpleQueue = queue.SimpleQueue()
+        self._retries: list = []
+        self._order = itertools.count()
+
+    def start(self, steps: Steps, done: Callable[[object, BaseException | None], None]) -> None:
+        """Run `steps`; `done(answer, None)` or `done(None, error)` is called from `run_once` when they end."""
+        self.running += 1
+        self._advance(_Running(steps, done), None, None)
+
+    def run_once(self) -> None:
+        """Send the retries that are due, then wait for one answer (or the time of the next retry) and carry its
+        re-check on. Returns at once when nothing is under way."""
+        if not self.running:
+            return
+        while self._retries and self._retries[0][0] <= time.monotonic():
+            _, _, (running, step, index, attempt) = heapq.heappop(self._retries)
+            if running.step == step:
+                self._send(running, step, index, attempt)
+        timeout = max(0.0, self._retries[0][0] - time.monotonic()) if self._retries else None
+        try:
+            running, step, index, attempt, rows, error = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            return
+        if running.step != step:
+            return  # an answer to a Together whose re-check already went on with another one's error
+        query = running.queries[index]
+        if error is not None and query.retried and isinstance(error, TRANSIENT_ERRORS) and attempt + 1 < ATTEMPTS:
+            when = time.monotonic() + _retry_delay(attempt)
+            heapq.heappush(self._retries, (when, next(self._order), (running, step, index, attempt + 1)))
+            return
+        if error is not None:
+            self._advance(running, None, error)
+            return
+        running.results[index] = rows
+        running.left -= 1
+        if running.sent < len(running.queries):
+            self._send(running, step, running.sent, 0)
+            running.sent += 1
+        if running.left == 0:
+            together = isinstance(running.request, Together)
+            self._advance(running, running.results if together else running.results[0], None)
+
+    def _advance(self, running: _Running, value, error: BaseException | None) -> None:
+        running.step += 1
+        try:
+            request = running.steps.send(value) if error is None else running.steps.throw(error)
+        except StopIteration as stop:
+            self.running -= 1
+            running.done(stop.value, None)
+            return
+        except Exception as failure:  # noqa: BLE001 - the re-check's own error, handed to its caller
+            self.running -= 1
+            running.done(None, failure)
+            return
+        if not isinstance(request, Query | Together):
+            self.running -= 1
+            running.steps.close()
+            running.done(None, TypeError(f"a re-check step yielded {type(request).__name__}, not a Query or Together"))
+            return
+        running.request = request
+        running.queries = request.queries if isinstance(request, Together) else (request,)
+        running.results = [None] * len(running.queries)
+        running.left = len(running.queries)
+        running.sent = min(len(running.queries), TOGETHER_AT_ONCE)
+        if not running.queries:
+            self._advance(running, [], None)
+            return
+        for index in range(running.sent):
+            self._send(running, running.step, index, 0)
+
+    def _send(self, running: _Running, step: int, index: int, attempt: int) -> None:
+        query = running.queries[index]
+        answers = self._answers
+        try:
+            future = self.session.execute_async(query.statement, query.values)
+        except Exception as error:  # noqa: BLE001 - e.g. NoHostAvailable raised at once: an answer like any other
+            answers.put((running, step, index, attempt, None, error))
+            return
+        rows: list = []
+
+        def on_page(page) -> None:
+            rows.extend(page or ())
+            if future.has_more_pages:
+                future.start_fetching_next_page()
+            else:
+                answers.put((running, step, index, attempt, rows, None))
+
+        def on_error(error: BaseException) -> None:
+            answers.put((running, step, index, attempt, None, error))
+
+        future.add_callbacks(on_page, on_error)
+
+
+def run_steps(session, steps: Steps):
+    """Run one re-check's steps to their end; returns its answer or raises its error."""
+    loop = StepLoop(session)
+    outcome: list = []
+    loop.start(steps, lambda answer, error: outcome.append((answer, error)))
+    while not outcome:
+        loop.run_once()
+    answer, error = outcome[0]
+    if error is not None:
+        raise error
+    return answer
 
 
 def now_micros() -> int:

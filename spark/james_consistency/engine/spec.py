@@ -8,8 +8,9 @@ the projection's name, not at 3 a.m. in an executor.
       truth        Truth             where the source of truth is read (one table, or a reader over several)
       projection   Projection        the projection table: key, columns, how rows compare, what is destructive
       derive       truth -> expected projection rows (a DataFrame with the projection's columns)
-      recheck      (session, context, key, candidate, current) -> the expected row now, read live, or None
-                                     (current: the projection row the writer has just read live at the key)
+      recheck      (session, context, key, candidate, current) -> steps (engine.live) whose answer is the expected
+                                     row now, read live, or None (current: the projection row the writer has just
+                                     read live at the key)
       report_names ReportNames       James's report field names for this task
       health       TruthHealth       the truth's health figures, judged by a Great Expectations suite
       hints        CandidateHints    optional: scanned values that help the re-check find the truth
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+from james_consistency.engine.live import Steps
 
 DESTRUCTIVE_BY_DEFAULT = ("outdated", "orphan")
 FIX_KINDS = ("missing", "outdated", "orphan")
@@ -166,7 +169,8 @@ class UnreadableTruth:
 @dataclass(frozen=True)
 class Writing:
     """How candidates are read and written in the executors: `writer(session, context, spec)` gives an object with
-    read/consistent/write/remove (None: engine.apply.ProjectionWriter, plain rows). Candidates sharing
+    read/consistent/write/remove, read/write/remove as steps (engine.live) (None: engine.apply.ProjectionWriter, plain
+    rows). Candidates sharing
     `group_columns` are re-checked one after the other in one task (e.g. the rows of one quota root)."""
 
     writer: Callable | None = None
@@ -185,7 +189,7 @@ class ProjectionSpec:
     truth: Truth
     projection: Projection
     derive: Callable[[DataFrame], DataFrame]
-    recheck: Callable[..., dict | None]
+    recheck: Callable[..., Steps]
     report_names: ReportNames
     health: TruthHealth
     hints: CandidateHints | None = None

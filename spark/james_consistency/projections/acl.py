@@ -21,7 +21,7 @@ from pyspark.sql.types import MapType, StringType, StructField, StructType
 
 from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.engine.apply import ApplyContext, UpdateWriter
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.live import Query, one, prepared
 from james_consistency.engine.spec import (
     Projection,
     ProjectionSpec,
@@ -160,18 +160,18 @@ def james_rights(rights: str) -> str:
     return "".join(letter for letter in RIGHTS_ORDER if letter in letters)
 
 
-def live_entries(session, context: ApplyContext, generation: str, mailbox) -> dict[str, str]:
-    """The mailbox's ACL as the truth holds it now (no event or no row: no entries)."""
+def live_entries(session, context: ApplyContext, generation: str, mailbox):
+    """Steps (see engine.live): the mailbox's ACL as the truth holds it now (no event or no row: no entries)."""
     if generation == "3.9":
         statement = prepared(
             session,
             f"SELECT event FROM {context.keyspace}.eventstore WHERE aggregateid = ? ORDER BY eventid DESC LIMIT 1",
             context.truth_consistency,
         )
-        row = with_retries(lambda: session.execute(statement, [str(mailbox)]).one())
+        row = one((yield Query(statement, [str(mailbox)])))
         return parse_acl(row["event"], generation) if row else {}
     statement = prepared(session, f"SELECT acl FROM {context.keyspace}.acl WHERE id = ?", context.truth_consistency)
-    row = with_retries(lambda: session.execute(statement, [mailbox]).one())
+    row = one((yield Query(statement, [mailbox])))
     return parse_acl(row["acl"], generation) if row else {}
 
 
@@ -221,7 +221,7 @@ def user_mailbox_acl_projection(generation: str) -> ProjectionSpec:
         ).where(F.col("rights") != "")
 
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-        entries = live_entries(session, context, generation, key["mailboxid"])
+        entries = yield from live_entries(session, context, generation, key["mailboxid"])
         rights = entries.get(key["username"], "") if is_user_entry(key["username"]) else ""
         return {"username": key["username"], "mailboxid": key["mailboxid"], "rights": rights} if rights else None
 
@@ -257,7 +257,7 @@ def aclv2_projection(generation: str) -> ProjectionSpec:
         )
 
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-        rights = live_entries(session, context, generation, key["id"]).get(key["key"])
+        rights = (yield from live_entries(session, context, generation, key["id"])).get(key["key"])
         return {"id": key["id"], "key": key["key"], "rights": set(rights)} if rights else None
 
     return ProjectionSpec(

@@ -26,7 +26,7 @@ from pyspark.sql.types import StringType
 
 from james_consistency.engine.apply import ApplyContext, ProjectionWriter
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX, PRESENCE
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.live import Query, one, prepared
 from james_consistency.engine.spec import (
     CandidateHints,
     Projection,
@@ -141,8 +141,8 @@ def finish_report(report: dict) -> None:
 # ---- the live re-check -------------------------------------------------------------------------------------------
 
 
-def _message_references(session, context: ApplyContext, generation, message_id, attachment_uuid_text) -> str | None:
-    """The attachment id, when the message (now) references the attachment of that uuid."""
+def _message_references(session, context: ApplyContext, generation, message_id, attachment_uuid_text):
+    """Steps (see engine.live): the attachment id, when the message (now) references the attachment of that uuid."""
     for table in ("messagev2",) if generation == "3.5" else ("messagev3", "messagev2"):
         try:
             statement = prepared(
@@ -152,18 +152,18 @@ def _message_references(session, context: ApplyContext, generation, message_id, 
             )
         except Exception:  # noqa: BLE001 - messageV2 may be gone from a migrated 3.6+ keyspace
             continue
-        row = with_retries(lambda statement=statement: session.execute(statement, [message_id]).one())
+        row = one((yield Query(statement, [message_id])))
         for attachment in (row["attachments"] or []) if row else []:
             if attachment_uuid(attachment.id) == attachment_uuid_text:
                 return attachment.id
     return None
 
 
-def _attachment_row(session, context: ApplyContext, idasuuid) -> dict | None:
+def _attachment_row(session, context: ApplyContext, idasuuid):
     statement = prepared(
         session, f"SELECT blobid FROM {context.keyspace}.attachmentv2 WHERE idasuuid = ?", context.truth_consistency
     )
-    return with_retries(lambda: session.execute(statement, [idasuuid]).one())
+    return one((yield Query(statement, [idasuuid])))
 
 
 class MessageIdColumnWriter(ProjectionWriter):
@@ -179,7 +179,7 @@ class MessageIdColumnWriter(ProjectionWriter):
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return expected is None or current is None or current.get("message_id") is not None
 
-    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
+    def remove(self, key: dict, timestamp: int, current: dict | None):
         raise AssertionError("attachment integrity never deletes")
 
 
@@ -189,7 +189,7 @@ class AddOnlyWriter(ProjectionWriter):
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return expected is None or current is not None
 
-    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
+    def remove(self, key: dict, timestamp: int, current: dict | None):
         raise AssertionError("attachment integrity never deletes")
 
 
@@ -221,11 +221,11 @@ def attachment_message_id_rows(truth: DataFrame) -> DataFrame:
 
 def _recheck_message_id(generation: str):
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-        if _attachment_row(session, context, key["idasuuid"]) is None:
+        if (yield from _attachment_row(session, context, key["idasuuid"])) is None:
             return None
         for seen in sorted(value for value in candidate["message_id_seen"] if value is not None):
             message_id = uuid.UUID(seen)
-            if _message_references(session, context, generation, message_id, str(key["idasuuid"])):
+            if (yield from _message_references(session, context, generation, message_id, str(key["idasuuid"]))):
                 return {"idasuuid": key["idasuuid"], "message_id": message_id}
         return None
 
@@ -233,9 +233,9 @@ def _recheck_message_id(generation: str):
 
 
 def _recheck_attachment_message_id(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-    if _attachment_row(session, context, key["attachmentidasuuid"]) is None:
+    if (yield from _attachment_row(session, context, key["attachmentidasuuid"])) is None:
         return None
-    attachment_id = _message_references(
+    attachment_id = yield from _message_references(
         session, context, "3.5", uuid.UUID(key["messageid"]), str(key["attachmentidasuuid"])
     )
     if attachment_id is None:

@@ -12,13 +12,12 @@ A counter increment is never retried (a timed-out increment may have been applie
 
 from collections.abc import Callable, Iterable
 
-from cassandra.concurrent import execute_concurrent_with_args
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.live import Query, Steps, Together, one, prepared
 from james_consistency.engine.spec import (
     CandidateHints,
     Projection,
@@ -42,7 +41,6 @@ REPORT_NAMES = ReportNames(
     updated="updatedCounterEntries",
     removed="removedCounterEntries",
 )
-LOOKUP_CONCURRENCY = 64
 
 
 class CounterMoved(Exception):
@@ -101,48 +99,46 @@ class CounterWriter:
     def values(self, row: dict | None) -> tuple[int, ...]:
         return tuple(int((row or {}).get(column) or 0) for column in self.spec.value_columns)
 
-    def read(self, key: dict) -> dict | None:
-        return with_retries(lambda: self.session.execute(self.select, self._key_values(key)).one())
+    def read(self, key: dict):
+        return one((yield Query(self.select, self._key_values(key))))
 
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return self.values(expected) == self.values(current)
 
-    def _unmoved(self, key: dict, current: dict | None) -> None:
-        now = self.read(key)
+    def _unmoved(self, key: dict, current: dict | None):
+        now = yield from self.read(key)
         if self.values(now) != self.values(current):
             raise CounterMoved(f"counter moved from {self.values(current)} to {self.values(now)} during the re-check")
 
-    def write(self, expected: dict, timestamp: int, current: dict | None) -> None:
-        self._unmoved(expected, current)
+    def write(self, expected: dict, timestamp: int, current: dict | None):
+        yield from self._unmoved(expected, current)
         deltas = [new - old for new, old in zip(self.values(expected), self.values(current), strict=True)]
         # Not retried: a timed-out increment may have been applied, and a second one would double it.
-        self.session.execute(self.increment, [*deltas, *self._key_values(expected)])
+        yield Query(self.increment, [*deltas, *self._key_values(expected)], retried=False)
 
-    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
-        self._unmoved(key, current)
-        self.session.execute(self.delete, self._key_values(key))
+    def remove(self, key: dict, timestamp: int, current: dict | None):
+        yield from self._unmoved(key, current)
+        yield Query(self.delete, self._key_values(key), retried=False)
 
 
 # ---- the live recount, in the executors ---------------------------------------------------------------------------
 
 
-def _rows(session, statement, arguments: Iterable[tuple]) -> list[dict]:
-    results = execute_concurrent_with_args(
-        session, statement, list(arguments), concurrency=LOOKUP_CONCURRENCY, raise_on_first_error=True
-    )
-    return [row for _, result in results for row in result]
+def _rows(statement, arguments: Iterable[tuple]):
+    """Steps (see engine.live): the rows of one statement bound to each of the arguments, read at once."""
+    return [row for rows in (yield Together(tuple(Query(statement, values) for values in arguments))) for row in rows]
 
 
-def live_messages(session, context: ApplyContext, generation: str, mailboxes: set, hinted: set) -> list[dict]:
-    """The truth rows (mailboxid, uid, flagseen, fullcontentoctets) of the given mailboxes now: every message the
-    scan saw there, and every message their messageIdTable partitions list now (mail delivered after the scan),
-    each read back from imapUidTable. Sizes come from the truth row (3.9) or messageV2 (3.5)."""
+def live_messages(session, context: ApplyContext, generation: str, mailboxes: set, hinted: set):
+    """Steps (see engine.live): the truth rows (mailboxid, uid, flagseen, fullcontentoctets) of the given mailboxes now:
+    every message the scan saw there, and every message their messageIdTable partitions list now (mail delivered after
+    the scan), each read back from imapUidTable. Sizes come from the truth row (3.9) or messageV2 (3.5)."""
     keyspace = context.keyspace
     listing = prepared(
         session, f"SELECT messageid FROM {keyspace}.messageidtable WHERE mailboxid = ?", context.projection_consistency
     )
     message_ids = set(hinted)
-    for row in _rows(session, listing, [(mailbox,) for mailbox in mailboxes]):
+    for row in (yield from _rows(listing, [(mailbox,) for mailbox in mailboxes])):
         message_ids.add(row["messageid"])
     size = ", fullcontentoctets" if generation == "3.9" else ""
     truth = prepared(
@@ -150,7 +146,7 @@ def live_messages(session, context: ApplyContext, generation: str, mailboxes: se
         f"SELECT messageid, mailboxid, uid, flagseen{size} FROM {keyspace}.imapuidtable WHERE messageid = ?",
         context.truth_consistency,
     )
-    rows = [row for row in _rows(session, truth, [(m,) for m in message_ids]) if row["mailboxid"] in mailboxes]
+    rows = [row for row in (yield from _rows(truth, [(m,) for m in message_ids])) if row["mailboxid"] in mailboxes]
     if generation != "3.9" and rows:
         sizes = prepared(
             session,
@@ -159,7 +155,7 @@ def live_messages(session, context: ApplyContext, generation: str, mailboxes: se
         )
         octets = {
             row["messageid"]: row["fullcontentoctets"]
-            for row in _rows(session, sizes, [(m,) for m in {row["messageid"] for row in rows}])
+            for row in (yield from _rows(sizes, [(m,) for m in {row["messageid"] for row in rows}]))
         }
         rows = [{**row, "fullcontentoctets": octets.get(row["messageid"])} for row in rows]
     return rows
@@ -204,9 +200,10 @@ def _read_counters_truth(generation: str):
 def _recount_mailbox(generation: str):
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         mailbox = key["mailboxid"]
-        rows = live_messages(session, context, generation, {mailbox}, _hinted(candidate, "messageid", "timeuuid"))
+        hinted = _hinted(candidate, "messageid", "timeuuid")
+        rows = yield from live_messages(session, context, generation, {mailbox}, hinted)
         exists = prepared(session, f"SELECT id FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency)
-        if not rows and with_retries(lambda: session.execute(exists, [mailbox]).one()) is None:
+        if not rows and one((yield Query(exists, [mailbox]))) is None:
             return None  # deleted: no mailbox row and no message
         unseen = sum(1 for row in rows if not row["flagseen"])
         return {"mailboxid": mailbox, "count": len(rows), "unseen": unseen}
@@ -249,10 +246,10 @@ def quota_root(namespace, user) -> str:
     return f"{namespace}&{user}"
 
 
-def live_usage(session, context: ApplyContext, generation: str, root: str, candidate) -> tuple[int, int]:
-    """(messages, octets) of a quota root now: its mailboxes are the ones its path registrations list and the ones
-    the scan saw, each checked to still belong to the user (by its mailbox row, or, for a mailbox whose row is lost,
-    by its path registration); their messages as in `live_messages`."""
+def live_usage(session, context: ApplyContext, generation: str, root: str, candidate):
+    """Steps (see engine.live): (messages, octets) of a quota root now: its mailboxes are the ones its path
+    registrations list and the ones the scan saw, each checked to still belong to the user (by its mailbox row, or, for
+    a mailbox whose row is lost, by its path registration); their messages as in `live_messages`."""
     namespace, _, user = root.partition("&")
     path_table = "mailboxpathv3" if generation == "3.9" else "mailboxpathv2"
     paths = prepared(
@@ -260,18 +257,18 @@ def live_usage(session, context: ApplyContext, generation: str, root: str, candi
         f"SELECT mailboxid FROM {context.keyspace}.{path_table} WHERE namespace = ? AND user = ?",
         context.truth_consistency,
     )
-    registered = {row["mailboxid"] for row in with_retries(lambda: list(session.execute(paths, [namespace, user])))}
+    registered = {row["mailboxid"] for row in (yield Query(paths, [namespace, user]))}
     mailboxes = _hinted(candidate, "mailboxid", "timeuuid") | registered
     owner = prepared(
         session, f"SELECT id, mailboxbase FROM {context.keyspace}.mailbox WHERE id = ?", context.truth_consistency
     )
-    rows = {row["id"]: row for row in _rows(session, owner, [(mailbox,) for mailbox in mailboxes])}
+    rows = {row["id"]: row for row in (yield from _rows(owner, [(mailbox,) for mailbox in mailboxes]))}
     owners = {mailbox: _owner(row["mailboxbase"]) for mailbox, row in rows.items()}
     # A mailbox row without a whole owner counts for the user its path registration names, as a lost row does.
     owned = {mailbox for mailbox, owner in owners.items() if owner == root} | {
         mailbox for mailbox in registered if owners.get(mailbox) is None
     }
-    rows = live_messages(session, context, generation, owned, _hinted(candidate, "messageid", "timeuuid"))
+    rows = yield from live_messages(session, context, generation, owned, _hinted(candidate, "messageid", "timeuuid"))
     return len(rows), sum(int(row["fullcontentoctets"] or 0) for row in rows)
 
 
@@ -353,10 +350,11 @@ class RootRecounts:
         self.waiting = waiting
         self._recounted: dict[str, tuple[tuple[int, int], frozenset]] = {}
 
-    def usage(self, root: str, quotatype: str, recount: Callable[[], tuple[int, int]]) -> tuple[int, int]:
+    def usage(self, root: str, quotatype: str, recount: Callable[[], Steps]):
+        """Steps (see engine.live): the root's (messages, octets), recounted by `recount()` steps when needed."""
         usage, served = self._recounted.pop(root, (None, frozenset()))
         if usage is None or quotatype in served:
-            usage, served = recount(), frozenset()
+            usage, served = (yield from recount()), frozenset()
         served |= {quotatype}
         if not QUOTA_TYPES <= served:
             self._recounted[root] = (usage, served)
@@ -422,7 +420,7 @@ def _quota_current_value_projection(generation: str, common: dict) -> Projection
 
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         root = key["identifier"]
-        messages, octets = recounts.usage(
+        messages, octets = yield from recounts.usage(
             root, key["quotatype"], lambda: live_usage(session, context, generation, root, candidate)
         )
         return {**key, "currentvalue": messages if key["quotatype"] == "count" else octets}
@@ -449,7 +447,7 @@ def _quota_current_value_projection(generation: str, common: dict) -> Projection
 
 def _current_quota_projection(generation: str, common: dict) -> ProjectionSpec:
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-        messages, octets = live_usage(session, context, generation, key["quotaroot"], candidate)
+        messages, octets = yield from live_usage(session, context, generation, key["quotaroot"], candidate)
         return {"quotaroot": key["quotaroot"], "messagecount": messages, "storage": octets}
 
     return ProjectionSpec(

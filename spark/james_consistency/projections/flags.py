@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.live import Query, Together, one, prepared
 from james_consistency.engine.spec import (
     CandidateHints,
     Projection,
@@ -66,40 +66,39 @@ class FlagSetWriter:
             context.write_consistency,
         )
 
-    def read(self, key: dict) -> dict | None:
-        return with_retries(lambda: self.session.execute(self.select, [key["mailboxid"]]).one())
+    def read(self, key: dict):
+        return one((yield Query(self.select, [key["mailboxid"]])))
 
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         if self.remove_unused:
             return _flags(expected) == _flags(current)
         return _flags(expected) <= _flags(current)
 
-    def write(self, expected: dict, timestamp: int, current: dict | None) -> None:
+    def write(self, expected: dict, timestamp: int, current: dict | None):
         mailbox = expected["mailboxid"]
         missing = _flags(expected) - _flags(current)
         if missing:
-            with_retries(lambda: self.session.execute(self.add, [timestamp, missing, mailbox]))
+            yield Query(self.add, [timestamp, missing, mailbox])
         unused = _flags(current) - _flags(expected)
         if self.remove_unused and unused:
-            with_retries(lambda: self.session.execute(self.subtract, [timestamp, unused, mailbox]))
+            yield Query(self.subtract, [timestamp, unused, mailbox])
 
-    def remove(self, key: dict, timestamp: int, current: dict | None) -> None:
+    def remove(self, key: dict, timestamp: int, current: dict | None):
         if self.remove_unused and _flags(current):
-            unused = _flags(current)
-            with_retries(lambda: self.session.execute(self.subtract, [timestamp, unused, key["mailboxid"]]))
+            yield Query(self.subtract, [timestamp, _flags(current), key["mailboxid"]])
 
 
-def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_projection: bool) -> set[str]:
-    """The keywords the truth rows of these messages in the mailbox carry now. With `include_projection`, also
-    those of messageIdTable's partition (a message added after the scan): removal must err on the side of keeping."""
+def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_projection: bool):
+    """Steps (see engine.live): the keywords the truth rows of these messages in the mailbox carry now. With
+    `include_projection`, also those of messageIdTable's partition (a message added after the scan): removal must err on
+    the side of keeping."""
     select = prepared(
         session,
         f"SELECT userflags FROM {context.keyspace}.imapuidtable WHERE messageid = ? AND mailboxid = ?",
         context.truth_consistency,
     )
     used: set[str] = set()
-    for message_id in message_ids:
-        rows = with_retries(lambda message_id=message_id: list(session.execute(select, [message_id, mailbox])))
+    for rows in (yield Together(tuple(Query(select, [message_id, mailbox]) for message_id in message_ids))):
         for row in rows:
             used |= set(row["userflags"] or ())
     if include_projection:
@@ -108,7 +107,7 @@ def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_
             f"SELECT userflags FROM {context.keyspace}.messageidtable WHERE mailboxid = ?",
             context.projection_consistency,
         )
-        for row in with_retries(lambda: list(session.execute(partition, [mailbox]))):
+        for row in (yield Query(partition, [mailbox])):
             used |= set(row["userflags"] or ())
     return used
 
@@ -116,7 +115,7 @@ def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_
 def applicable_flag_projection(generation: str, remove_unused: bool = False) -> ProjectionSpec:
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
         hinted = {to_cql_value(value, "timeuuid") for value in candidate["messageid_seen"] if value is not None}
-        used = live_keywords(session, context, key["mailboxid"], hinted, include_projection=remove_unused)
+        used = yield from live_keywords(session, context, key["mailboxid"], hinted, include_projection=remove_unused)
         return {"mailboxid": key["mailboxid"], "userflags": used} if used else None
 
     def locate(truth: DataFrame) -> DataFrame:

@@ -29,7 +29,7 @@ def _index_projection(
 
     def recheck(session, context: ApplyContext, candidate_key: dict, candidate, current) -> dict | None:
         mailbox, uid = candidate_key["mailboxid"], candidate_key[uid_column]
-        row = live_truth_at(session, context, mailbox, uid, candidate["messageid_seen"], TRUTH_COLUMNS)
+        row = yield from live_truth_at(session, context, mailbox, uid, candidate["messageid_seen"], TRUTH_COLUMNS)
         return {"mailboxid": mailbox, uid_column: uid} if row is not None and holds(row) else None
 
     return ProjectionSpec(

@@ -6,7 +6,7 @@ The expected projection row is the truth row itself: every column equal, flags a
 from pyspark.sql import DataFrame
 
 from james_consistency.engine.apply import ApplyContext, to_cql_value
-from james_consistency.engine.live import prepared, with_retries
+from james_consistency.engine.live import Query, Together, one, prepared
 from james_consistency.engine.spec import CandidateHints, Projection, ProjectionSpec, ReportNames, Sample, Truth
 from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 from james_consistency.schema import table
@@ -36,8 +36,10 @@ def message_projection(generation: str) -> ProjectionSpec:
         return truth.select(*columns)
 
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
-        return live_truth_at(
-            session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns, projected=current
+        return (
+            yield from live_truth_at(
+                session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns, projected=current
+            )
         )
 
     return ProjectionSpec(
@@ -59,22 +61,18 @@ NOT_READ = object()
 def live_truth_at(
     session, context: ApplyContext, mailbox, uid, message_ids_seen, columns, projected=NOT_READ
 ) -> dict | None:
-    """The imapUidTable row at (mailboxId, uid) now, found through every messageId that may hold it: the ones the
-    scan saw there and the one messageIdTable holds now (a message added after the scan). `projected` is the
-    messageIdTable row at the key when the caller has just read it live (None: there is none), saving that read.
-    AmbiguousTruth when several messages claim the uid."""
+    """Steps (see engine.live): the imapUidTable row at (mailboxId, uid) now, found through every messageId that may
+    hold it: the ones the scan saw there and the one messageIdTable holds now (a message added after the scan).
+    `projected` is the messageIdTable row at the key when the caller has just read it live (None: there is none),
+    saving that read. AmbiguousTruth when several messages claim the uid."""
     current_projection = projected
     if projected is NOT_READ:
-        current_projection = with_retries(
-            lambda: session.execute(
-                prepared(
-                    session,
-                    f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
-                    context.projection_consistency,
-                ),
-                [mailbox, uid],
-            ).one()
+        select_projection = prepared(
+            session,
+            f"SELECT messageid FROM {context.keyspace}.messageidtable WHERE mailboxid = ? AND uid = ?",
+            context.projection_consistency,
         )
+        current_projection = one((yield Query(select_projection, [mailbox, uid])))
     message_ids = {to_cql_value(value, "timeuuid") for value in message_ids_seen if value is not None}
     # A projection row may carry no messageId: James's flag update is an UPDATE of the flag columns, which creates a
     # partial row where the row was missing (an add that failed after the truth write). Querying the truth with a
@@ -87,16 +85,8 @@ def live_truth_at(
         "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
         context.truth_consistency,
     )
-    truth_rows = [
-        row
-        for message_id in message_ids
-        if (
-            row := with_retries(
-                lambda message_id=message_id: session.execute(select_truth, [message_id, mailbox, uid]).one()
-            )
-        )
-        is not None
-    ]
+    found = yield Together(tuple(Query(select_truth, [message_id, mailbox, uid]) for message_id in message_ids))
+    truth_rows = [row for rows in found for row in rows]
     if len(truth_rows) > 1:
         raise AmbiguousTruth(
             f"messages {sorted(str(row['messageid']) for row in truth_rows)} all claim uid {uid} in mailbox {mailbox}"
