@@ -112,6 +112,7 @@ def test_the_night_message_repair_announces_its_keyspace_then_counters_and_quota
     assert airflow_against_test_node() == []
 
 
+@pytest.mark.end_to_end
 def test_a_corrupt_truth_stops_the_counters_before_writing_and_alerts(
     dagbag, airflow_against_test_node, cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):

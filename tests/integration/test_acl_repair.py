@@ -225,6 +225,7 @@ def acl_mailboxes(cql, keyspace) -> list:
     return sorted(aggregates & {str(row.id) for row in cql.execute(f"SELECT id FROM {keyspace}.mailbox")})
 
 
+@pytest.mark.end_to_end
 def test_other_aggregates_of_the_event_store_are_not_acls(cql, cassandra_settings, spark, new_keyspace):
     """eventStore holds every event-sourced aggregate of James: only the mailbox ACL ones are ACL truth. Before the
     fix, each of these was an unreadable ACL and every ACL run ended PARTIAL."""

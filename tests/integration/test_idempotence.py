@@ -1,6 +1,7 @@
 """Counted by Cassandra itself (system_views.local_write_latency, per table): a repair never writes its source of
 truth, and every repair run a second time writes nothing at all."""
 
+import pytest
 from james_consistency.engine.run import RunOptions, execute
 from james_consistency.projections import TARGETS
 from james_consistency_kit.bench import TARGET_FAULTS
@@ -31,6 +32,7 @@ def written_between(before: dict, after: dict) -> dict[str, int]:
     return {table: after[table] - before.get(table, 0) for table in after if after[table] != before.get(table, 0)}
 
 
+@pytest.mark.end_to_end
 def test_repairs_never_write_the_truth_and_a_second_run_writes_nothing(
     cql, cassandra_settings, spark, new_keyspace, tmp_path
 ):
