@@ -10,6 +10,7 @@ printed or logged; the file is the place to read them).
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import time
@@ -148,15 +149,26 @@ class Api:
         return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after&limit=20")[1].get("dag_runs", [])
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen, grace_seconds: float = 60) -> None:
+    """Stop the process and its whole group: what has not ended `grace_seconds` after SIGTERM (the main process, or a
+    child that outlived it, such as a triggerer) gets SIGKILL."""
     try:
-        os.killpg(process.pid, 15)
-        process.wait(timeout=60)
+        os.killpg(process.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        process.wait(timeout=30)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        process.poll()  # reaps the main process once it has ended, so that it no longer counts in its group
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=30)
 
 
 def standalone_environment(port: int, logins: dict[str, str], passwords_file: Path, **env: str) -> dict[str, str]:
