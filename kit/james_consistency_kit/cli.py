@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="the main job on the embedded default: local node, broken demo platform, consistency summary"
     )
     demo.add_argument("--keyspace", default="james_demo", help="the demo's own keyspace (dropped and re-seeded)")
+    demo.add_argument(
+        "--all",
+        action="store_true",
+        help="every DAG, not only the message repair: ACL, indexes, counters, the mailbox repair waiting for approval",
+    )
     demo.set_defaults(handler=_demo)
 
     ui = commands.add_parser("ui", help="serve the Airflow UI locally (airflow standalone) with the DAGs configured")
@@ -406,7 +411,7 @@ def _break(args) -> int:
 def _demo(args) -> int:
     from james_consistency_kit.demo import run_demo
 
-    return run_demo(args.keyspace)
+    return run_demo(args.keyspace, every_dag=args.all)
 
 
 def _ui(args) -> int:

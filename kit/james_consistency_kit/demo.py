@@ -1,4 +1,7 @@
-"""The README's main job on the embedded default: a local node, a small broken James platform, a consistency summary.
+"""The README's main job on the embedded default: a local node, a small broken James platform, the message
+projection repair through Airflow (a dry run, then check, repair and verify). With `every_dag`, the whole tour: the
+platform broken in every family, every repair DAG, the counters scheduled by the message repair's asset, and the
+offline mailbox repair waiting for a human.
 
 The demo keyspace (`james_demo` by default) belongs to the demo: it is dropped and seeded again on every run, so
 the summary is the same each time.
@@ -21,16 +24,23 @@ from james_consistency_kit.cassandra_node import LocalNode
 PASSWORDS_FILE = LOCAL_DIR / "airflow" / "passwords.json"
 
 # The demo platform is written and broken by James 3.8.1's own code (the James harness): one failure of each family
-# James's write paths leave, on a small share of the operations.
+# James's write paths leave, on a share of the operations: (kind, share, operations; None: one per message or mailbox).
+# A message-level break runs its operation on every message unless told how many: the deletions stop at 100 messages
+# (30 of them left in messageIdTable), so that the platform keeps its other 900.
 JAMES_VERSION = "3.8.1"
+# What the message repair fixes: the main job breaks only these (each break is a James JVM of its own).
+MESSAGE_JAMES_FAULTS = (
+    ("messageIdTable-insert", 0.03, None),
+    ("delete-messageIdTable-kept", 0.3, 100),
+    ("flags-imapUidTable-only", 0.02, None),
+)
+MESSAGE_PROJECT_FAULTS = (("projection-outdated", 0.01), ("projection-wrong-uid", 0.005))
 JAMES_FAULTS = (
-    ("messageIdTable-insert", 0.03),
-    ("flags-imapUidTable-only", 0.02),
-    ("delete-messageIdTable-kept", 0.03),
-    ("mailbox-row-missing", 0.1),
-    ("UserMailboxACL", 0.2),
-    ("aclv2", 0.1),
-    ("counter-increment", 0.03),
+    *MESSAGE_JAMES_FAULTS,
+    ("mailbox-row-missing", 0.1, None),
+    ("UserMailboxACL", 0.2, None),
+    ("aclv2", 0.1, None),
+    ("counter-increment", 0.03, None),
 )
 # What James's current write paths cannot leave (rows left by older versions' bugs, lost writes): the project's
 # own injector adds them.
@@ -42,7 +52,13 @@ PROJECT_FAULTS = (
 )
 
 
-def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: int = 4, messages_per_mailbox: int = 50):
+def run_demo(
+    keyspace: str = "james_demo",
+    users: int = 5,
+    mailboxes_per_user: int = 4,
+    messages_per_mailbox: int = 50,
+    every_dag: bool = False,
+):
     from james_consistency_kit import james_harness
     from james_consistency_kit.faults import inject
 
@@ -73,21 +89,21 @@ def run_demo(keyspace: str = "james_demo", users: int = 5, mailboxes_per_user: i
     manifests = LOCAL_DIR / "manifests"
     manifests.mkdir(parents=True, exist_ok=True)
     print(f"3. James's write paths failed by its own fault injection (TestingSession), manifests in {manifests}:")
-    for kind, rate in JAMES_FAULTS:
+    for kind, rate, operations in JAMES_FAULTS if every_dag else MESSAGE_JAMES_FAULTS:
         manifest = manifests / f"{keyspace}-james-{kind}.json"
-        broken = james_harness.run(
-            JAMES_VERSION,
-            "break",
-            [*on_keyspace, "--kind", kind, "--rate", str(rate), "--random-seed", "7", "--manifest", str(manifest)],
-            settings,
-        )
+        options = ["--kind", kind, "--rate", str(rate), "--random-seed", "7", "--manifest", str(manifest)]
+        if operations:
+            options += ["--operations", str(operations)]
+        broken = james_harness.run(JAMES_VERSION, "break", [*on_keyspace, *options], settings)
         print(f"   {kind:<26} {len(broken['inconsistencies']):>4} inconsistencies")
     print("   and what James's current code cannot leave, by the project's injector:")
-    for kind, rate in PROJECT_FAULTS:
+    for kind, rate in PROJECT_FAULTS if every_dag else MESSAGE_PROJECT_FAULTS:
         manifest = inject(settings, keyspace=keyspace, kind=kind, rate=rate, random_seed=7, manifest_path=None)
         print(f"   {kind:<26} {manifest['count']:>4} rows  (manifest {manifest['path']})")
 
-    return run_through_airflow(keyspace, node.native_port)
+    if every_dag:
+        return run_through_airflow(keyspace, node.native_port)
+    return run_message_repair_through_airflow(keyspace, node.native_port)
 
 
 # What the demo runs through Airflow, in this order: a dry run first, then each repair DAG once; counters_recompute
@@ -150,6 +166,35 @@ def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = N
                 api.set_paused(dag_id, True)
     print(f"8. Airflow stopped. Reports: {REPORTS_DIR / 'airflow'}; logins for `make ui`: {PASSWORDS_FILE}")
     return 1 if failed else 0
+
+
+def run_message_repair_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
+    """The main job: a dry run of message_consistency, then one run (check, repair, verify), through Airflow."""
+    from james_consistency_kit.local_airflow import airflow_standalone, local_logins
+
+    dag_id = "message_consistency"
+    logins = local_logins(PASSWORDS_FILE)
+    log = LOCAL_DIR / "airflow" / "demo-standalone.log"
+    print(f"4. Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor) starting, log {log}")
+    environment = {
+        "AIRFLOW_CONN_CASSANDRA_DEFAULT": f"cassandra://127.0.0.1:{cassandra_port}",
+        "JAMES_MAX_DESTRUCTIVE_SHARE": DEMO_MAX_DESTRUCTIVE_SHARE,
+    }
+    with airflow_standalone(log, logins, PASSWORDS_FILE, port=port, **environment) as api:
+        api.wait_for_dag(dag_id)
+        if ended := api.end_unfinished_runs(dag_id):
+            print(f"   {dag_id}: {ended} unfinished run(s) of an earlier session marked failed")
+        api.set_paused(dag_id, False)
+        try:
+            print("5. a dry run of the message repair (writes nothing):")
+            _run_and_show(api, dag_id, {"keyspace": keyspace, "dry_run": True})
+            print("6. the message repair: check, repair from the check's candidates, verify")
+            state = _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN})
+        finally:
+            api.set_paused(dag_id, True)
+    print(f"7. Airflow stopped. Reports: {REPORTS_DIR / 'airflow'}; logins for `make ui`: {PASSWORDS_FILE}")
+    print("   `make demo` runs every DAG: ACL, indexes, counters, and the mailbox repair waiting for approval")
+    return 0 if state == "success" else 1
 
 
 def _run_and_show(api, dag_id: str, conf: dict) -> str:
