@@ -10,6 +10,7 @@ the summary is the same each time.
 import json
 import os
 import time
+from contextlib import contextmanager
 from datetime import datetime
 from urllib.parse import quote
 
@@ -118,7 +119,10 @@ DEMO_MAX_DESTRUCTIVE_SHARE = "1"
 DEMO_RUN = {"recheck_delay_seconds": 0}
 
 
-def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
+@contextmanager
+def _demo_airflow(keyspace: str, cassandra_port: int, port: int | None, dag_ids: tuple[str, ...], paused_after):
+    """Airflow standalone for the demo, the given DAGs unpaused (their runs left unfinished by an earlier session
+    marked failed); `paused_after` are paused again when the block ends."""
     from james_consistency_kit.local_airflow import airflow_standalone, local_logins
 
     logins = local_logins(PASSWORDS_FILE)
@@ -130,68 +134,58 @@ def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = N
         "JAMES_MAX_DESTRUCTIVE_SHARE": DEMO_MAX_DESTRUCTIVE_SHARE,
     }
     with airflow_standalone(log, logins, PASSWORDS_FILE, port=port, **environment) as api:
-        for dag_id in (*REPAIR_DAGS, SCHEDULED_BY_ASSET, OFFLINE_REPAIR):
+        for dag_id in dag_ids:
             api.wait_for_dag(dag_id)
             if ended := api.end_unfinished_runs(dag_id):
                 print(f"   {dag_id}: {ended} unfinished run(s) of an earlier session marked failed")
             api.set_paused(dag_id, False)
-        earlier_counters_runs = {run["dag_run_id"] for run in api.runs(SCHEDULED_BY_ASSET)}
         try:
-            print("5. a dry run of the message repair (writes nothing):")
-            _run_and_show(api, "message_consistency", {"keyspace": keyspace, "dry_run": True})
-            print("6. the repairs, one run of each DAG (their Spark jobs one at a time in the cassandra_heavy pool):")
-            failed = 0
-            for dag_id in REPAIR_DAGS:
-                failed += _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN}) != "success"
-            print(
-                f"   {SCHEDULED_BY_ASSET}: scheduled by the message repair's asset james://{keyspace}/messages_consistent"
-            )
-            counters_run = _asset_triggered_run(api, SCHEDULED_BY_ASSET, earlier_counters_runs)
-            if counters_run is None:
-                print("   (no asset-triggered run appeared: the message repair did not end well)")
-                failed += 1
-            else:
-                failed += _show_run(api, SCHEDULED_BY_ASSET, counters_run) != "success"
-            print("7. the offline mailbox repair: diagnosis, then it waits for a human")
-            run_id = api.trigger(OFFLINE_REPAIR, {"keyspace": keyspace})
-            waiting = _wait_for_approval(api, OFFLINE_REPAIR, run_id)
-            _print_reports(OFFLINE_REPAIR, run_id)
-            if waiting:
-                print(f"   waiting for approval: {api.base}/dags/{OFFLINE_REPAIR}/runs/{quote(run_id, safe='')}")
-                print("   nobody answers here; `make ui` serves the UI where the approver gives (or refuses) it")
-            else:
-                print(f"   {OFFLINE_REPAIR}: {api.run_state(OFFLINE_REPAIR, run_id)} without asking (nothing to do)")
+            yield api
         finally:
-            for dag_id in (*REPAIR_DAGS, SCHEDULED_BY_ASSET):
+            for dag_id in paused_after:
                 api.set_paused(dag_id, True)
+
+
+def run_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
+    every = (*REPAIR_DAGS, SCHEDULED_BY_ASSET, OFFLINE_REPAIR)
+    with _demo_airflow(keyspace, cassandra_port, port, every, paused_after=(*REPAIR_DAGS, SCHEDULED_BY_ASSET)) as api:
+        earlier_counters_runs = {run["dag_run_id"] for run in api.runs(SCHEDULED_BY_ASSET)}
+        print("5. a dry run of the message repair (writes nothing):")
+        _run_and_show(api, "message_consistency", {"keyspace": keyspace, "dry_run": True})
+        print("6. the repairs, one run of each DAG (their Spark jobs one at a time in the cassandra_heavy pool):")
+        failed = 0
+        for dag_id in REPAIR_DAGS:
+            failed += _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN}) != "success"
+        print(
+            f"   {SCHEDULED_BY_ASSET}: scheduled by the message repair's asset james://{keyspace}/messages_consistent"
+        )
+        counters_run = _asset_triggered_run(api, SCHEDULED_BY_ASSET, earlier_counters_runs)
+        if counters_run is None:
+            print("   (no asset-triggered run appeared: the message repair did not end well)")
+            failed += 1
+        else:
+            failed += _show_run(api, SCHEDULED_BY_ASSET, counters_run) != "success"
+        print("7. the offline mailbox repair: diagnosis, then it waits for a human")
+        run_id = api.trigger(OFFLINE_REPAIR, {"keyspace": keyspace})
+        waiting = _wait_for_approval(api, OFFLINE_REPAIR, run_id)
+        _print_reports(OFFLINE_REPAIR, run_id)
+        if waiting:
+            print(f"   waiting for approval: {api.base}/dags/{OFFLINE_REPAIR}/runs/{quote(run_id, safe='')}")
+            print("   nobody answers here; `make ui` serves the UI where the approver gives (or refuses) it")
+        else:
+            print(f"   {OFFLINE_REPAIR}: {api.run_state(OFFLINE_REPAIR, run_id)} without asking (nothing to do)")
     print(f"8. Airflow stopped. Reports: {REPORTS_DIR / 'airflow'}; logins for `make ui`: {PASSWORDS_FILE}")
     return 1 if failed else 0
 
 
 def run_message_repair_through_airflow(keyspace: str, cassandra_port: int, port: int | None = None) -> int:
     """The main job: a dry run of message_consistency, then one run (check, repair, verify), through Airflow."""
-    from james_consistency_kit.local_airflow import airflow_standalone, local_logins
-
     dag_id = "message_consistency"
-    logins = local_logins(PASSWORDS_FILE)
-    log = LOCAL_DIR / "airflow" / "demo-standalone.log"
-    print(f"4. Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor) starting, log {log}")
-    environment = {
-        "AIRFLOW_CONN_CASSANDRA_DEFAULT": f"cassandra://127.0.0.1:{cassandra_port}",
-        "JAMES_MAX_DESTRUCTIVE_SHARE": DEMO_MAX_DESTRUCTIVE_SHARE,
-    }
-    with airflow_standalone(log, logins, PASSWORDS_FILE, port=port, **environment) as api:
-        api.wait_for_dag(dag_id)
-        if ended := api.end_unfinished_runs(dag_id):
-            print(f"   {dag_id}: {ended} unfinished run(s) of an earlier session marked failed")
-        api.set_paused(dag_id, False)
-        try:
-            print("5. a dry run of the message repair (writes nothing):")
-            _run_and_show(api, dag_id, {"keyspace": keyspace, "dry_run": True})
-            print("6. the message repair: check, repair from the check's candidates, verify")
-            state = _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN})
-        finally:
-            api.set_paused(dag_id, True)
+    with _demo_airflow(keyspace, cassandra_port, port, (dag_id,), paused_after=(dag_id,)) as api:
+        print("5. a dry run of the message repair (writes nothing):")
+        _run_and_show(api, dag_id, {"keyspace": keyspace, "dry_run": True})
+        print("6. the message repair: check, repair from the check's candidates, verify")
+        state = _run_and_show(api, dag_id, {"keyspace": keyspace, **DEMO_RUN})
     print(f"7. Airflow stopped. Reports: {REPORTS_DIR / 'airflow'}; logins for `make ui`: {PASSWORDS_FILE}")
     print("   `make demo` runs every DAG: ACL, indexes, counters, and the mailbox repair waiting for approval")
     return 0 if state == "success" else 1
