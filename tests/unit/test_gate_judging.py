@@ -93,6 +93,24 @@ def test_after_a_repair_each_confirmed_remaining_difference_fails_projection_mat
     assert not result.success and nothing_left.success
 
 
+def test_a_counted_remainder_is_judged_in_pandas_when_small_and_in_spark_when_large(spark, monkeypatch):
+    remaining = spark.createDataFrame(
+        [("m", 1, "missing"), ("m", 2, "outdated")], "mailboxid string, uid long, kind string"
+    )
+
+    in_pandas = gates.validate_counted(remaining, 2, "projection_matches_truth", asset="messages_remaining")
+    nothing_left = gates.validate_counted(remaining.limit(0), 0, "projection_matches_truth", asset="messages_remaining")
+    monkeypatch.setattr(gates, "PANDAS_ROWS", 1)
+    in_spark = gates.validate_counted(remaining, 2, "projection_matches_truth", asset="messages_remaining")
+
+    for result in (in_pandas, in_spark):
+        assert [(f["expectation"], f["observed"]) for f in result.failed_expectations] == [
+            ("expect_table_row_count_to_equal", 2)
+        ]
+        assert not result.success
+    assert nothing_left.success
+
+
 def test_the_mailbox_repair_gate_objects_to_every_fixable_kind_left_never_to_conflicts(spark):
     left = spark.createDataFrame(
         [("two-ids-one-path",), ("path-points-to-another-id",), ("orphan-path",), ("orphan-path",)], "kind string"

@@ -632,7 +632,15 @@ def _summarize_verification(run: Run, outcomes: DataFrame) -> dict:
         report["verifiedCandidates"] = sum(count for sampled, count in verified if not sampled)
         report["verifiedSample"] = sum(count for sampled, count in verified if sampled)
     if options.gates_enabled:
-        _gate(run, gates.validate(remaining, "projection_matches_truth", asset=f"{run.spec.name}_remaining"))
+        _gate(
+            run,
+            gates.validate_counted(
+                remaining,
+                report["remainingInconsistencies"],
+                "projection_matches_truth",
+                asset=f"{run.spec.name}_remaining",
+            ),
+        )
     return _finish(run, COMPLETED)
 
 
