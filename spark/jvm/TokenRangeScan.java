@@ -3,10 +3,11 @@ package org.james.consistency;
 import com.datastax.oss.driver.api.core.CqlIdentifier;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
-import com.datastax.oss.driver.api.core.cql.ResultSet;
+import com.datastax.oss.driver.api.core.cql.AsyncResultSet;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.datastax.oss.driver.api.core.data.TupleValue;
 import com.datastax.oss.driver.api.core.data.UdtValue;
+import com.datastax.oss.driver.internal.core.util.concurrent.CompletableFutures;
 import com.datastax.spark.connector.cql.CassandraConnector;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -23,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.concurrent.CompletionStage;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
@@ -118,11 +120,20 @@ public final class TokenRangeScan {
       }
       return new Iterator<Row>() {
         private Iterator<com.datastax.oss.driver.api.core.cql.Row> rows = java.util.Collections.emptyIterator();
+        // The range's next page, asked for as soon as the one before it arrived: Cassandra reads it while this task
+        // converts and writes the rows it has.
+        private CompletionStage<AsyncResultSet> nextPage;
         private int index;
 
         @Override
         public boolean hasNext() {
           while (!rows.hasNext()) {
+            if (nextPage != null) {
+              AsyncResultSet page = CompletableFutures.getUninterruptibly(nextPage);
+              nextPage = page.hasMorePages() ? page.fetchNextPage() : null;
+              rows = page.currentPage().iterator();
+              continue;
+            }
             if (!ranges.hasNext()) {
               if (task == null) {
                 session.close();
@@ -135,8 +146,7 @@ public final class TokenRangeScan {
                 SimpleStatement.newInstance(cql, range[1], range[2])
                     .setConsistencyLevel(DefaultConsistencyLevel.valueOf(consistency))
                     .setPageSize(pageSize);
-            ResultSet result = session.execute(statement);
-            rows = result.iterator();
+            nextPage = session.executeAsync(statement);
           }
           return true;
         }
