@@ -19,11 +19,12 @@ if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "$wanted" > .venv/.installed
 fi
 # uv installs without bytecode, and where PYTHONDONTWRITEBYTECODE is set (this machine's shells, some CI images)
-# Python never writes it either: every job would compile its imports again (Great Expectations alone: 3 s of CPU in
-# each spark-submit). Compiled once here.
+# Python never writes it either: every job would compile its imports again (Great Expectations alone: about 3 s of
+# CPU in each spark-submit). Compiled once here.
 if [ "$(cat .venv/.compiled 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: byte-compiling the virtualenv's packages"
-  .venv/bin/python -m compileall -q -j 0 .venv/lib/python3.11/site-packages >/dev/null
+  packages="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  .venv/bin/python -m compileall -q -j 0 "$packages" >/dev/null
   echo "$wanted" > .venv/.compiled
 fi
 
