@@ -1,8 +1,7 @@
 """spark-submit entry point: diagnose (check), repair or verify mailbox <-> path (james_consistency.mailboxes.job)."""
 
-import sys
-
+from james_consistency.engine.job import end_process
 from james_consistency.mailboxes.job import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

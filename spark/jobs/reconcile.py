@@ -1,8 +1,6 @@
 """spark-submit entry point: repair (or check, or verify) one James projection. See james_consistency.engine.job."""
 
-import sys
-
-from james_consistency.engine.job import main
+from james_consistency.engine.job import end_process, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

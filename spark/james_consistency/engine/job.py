@@ -178,6 +178,16 @@ def configure_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def end_process(code: int) -> None:
+    """End a job's process with `code` once its Spark session is stopped and its report written, without the
+    interpreter's teardown of the modules Great Expectations imports (pandas, scipy, ...): about 0.7 s of every
+    spark-submit, with nothing left to clean up."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def print_error(error) -> None:
     print(f"james-consistency: error: {error}", file=sys.stderr)
 
