@@ -2,8 +2,10 @@
 
 from james_consistency.engine.diff import (
     ACTUAL_PREFIX,
+    DIGEST,
     EXPECTED_PREFIX,
     compare,
+    digested,
     inconsistencies,
     normalize_empty_collections,
     plan_metrics,
@@ -153,3 +155,95 @@ def test_a_scan_diffs_what_the_truth_derives_with_the_projection_under_the_specs
 
     # B's absent counter and C's zero one are equivalent to none: only A's unseen count is off.
     assertDataFrameEqual(found.select("mailboxid", "kind"), [("A", "outdated")])
+
+
+# ---- the digest: the join moves a key, the carried columns and one hash ------------------------------------------
+
+FLAGS = "mailboxid string, uid long, messageid string, flagseen boolean, flagdeleted boolean, userflags array<string>"
+FLAG_VALUES = ("messageid", "flagseen", "flagdeleted", "userflags")
+
+
+def digest_kinds(spark, pairs):
+    """Each (expected row, actual row) at its own key, compared through their digests: the kind found per uid."""
+    expected = spark.createDataFrame([row for row, _ in pairs], FLAGS)
+    actual = spark.createDataFrame([row for _, row in pairs], FLAGS)
+    narrow_expected, compared_by = digested(expected, KEY, FLAG_VALUES, carried=("messageid",))
+    narrow_actual, _ = digested(actual, KEY, FLAG_VALUES, carried=("messageid",))
+    found = compare(narrow_expected, narrow_actual, KEY, compared_by)
+    return {row["uid"]: row["kind"] for row in found.collect()}
+
+
+def test_a_digest_finds_every_difference_the_values_would(spark):
+    pairs = [
+        (("m", 1, "a", True, False, ["x"]), ("m", 1, "a", True, False, ["x"])),  # equal
+        (("m", 2, "a", True, None, None), ("m", 2, "a", None, True, None)),  # a null moved to the other flag
+        (("m", 3, "a", False, None, None), ("m", 3, "a", None, None, None)),  # false is not null
+        (("m", 4, "a", True, False, ["x"]), ("m", 4, "b", True, False, ["x"])),  # a carried column
+        (("m", 5, "a", True, False, ["x", "y"]), ("m", 5, "a", True, False, ["x"])),  # a keyword more
+        (("m", 6, "a", True, False, ["y", "x"]), ("m", 6, "a", True, False, ["x", "y"])),  # a set, in another order
+        (("m", 7, "a", True, False, []), ("m", 7, "a", True, False, None)),  # Cassandra's empty set is no value
+    ]
+
+    assert digest_kinds(spark, pairs) == {
+        1: None,
+        2: "outdated",
+        3: "outdated",
+        4: "outdated",
+        5: "outdated",
+        6: None,
+        7: None,
+    }
+
+
+def test_a_digest_carries_the_columns_the_candidates_read_and_keeps_unhashable_values_as_they_are(spark):
+    frame = spark.createDataFrame(
+        [("m", 1, "a", 0.5, {"k": 1})],
+        "mailboxid string, uid long, messageid string, ratio double, extra map<string,int>",
+    )
+
+    narrow, compared_by = digested(frame, KEY, ("messageid", "ratio", "extra"), carried=("messageid",))
+
+    assert narrow.columns == ["mailboxid", "uid", "messageid", "ratio", "extra", DIGEST]
+    assert compared_by == (DIGEST, "ratio", "extra"), "a map cannot be hashed, and 0.0 = -0.0 hash apart"
+
+
+def test_a_projection_of_keys_only_is_compared_by_its_keys(spark):
+    frame = spark.createDataFrame([("m", 1)], "mailboxid string, uid long")
+
+    narrow, compared_by = digested(frame, KEY, ())
+
+    assert (narrow.columns, compared_by) == (["mailboxid", "uid"], ())
+
+
+def test_the_scan_diff_of_messages_goes_through_the_digest_and_keeps_what_the_candidates_need(spark):
+    spec = projection_spec("messages", "3.9")
+    columns = spec.columns
+    row = {name: None for name in columns} | {"mailboxid": "A", "messageid": "m1", "modseq": 1, "flagseen": True}
+    truth = spark.createDataFrame(
+        [tuple({**row, "uid": uid}[name] for name in columns) for uid in (1, 2)], _message_schema(spec)
+    )
+    projection = spark.createDataFrame(
+        [tuple({**row, "uid": 1, "flagseen": False}[name] for name in columns)], _message_schema(spec)
+    )
+
+    compared = diff_with_truth(spec, truth, projection)
+
+    assert {row["uid"]: row["kind"] for row in compared.collect()} == {1: "outdated", 2: "missing"}
+    assert {EXPECTED_PREFIX + "messageid", ACTUAL_PREFIX + "messageid"} <= set(compared.columns)
+    assert EXPECTED_PREFIX + "flagseen" not in compared.columns, "values travel as their digest"
+
+
+def _message_schema(spec) -> str:
+    from james_consistency.schema import table
+
+    spark_types = {
+        "timeuuid": "string",
+        "bigint": "long",
+        "boolean": "boolean",
+        "set<text>": "array<string>",
+        "timestamp": "timestamp",
+        "int": "int",
+        "text": "string",
+    }
+    types = {name.lower(): cql for name, cql in table("3.9", "messageIdTable").columns}
+    return ", ".join(f"{name} {spark_types[types[name]]}" for name in spec.columns)

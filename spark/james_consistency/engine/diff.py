@@ -13,6 +13,9 @@ KINDS = (MISSING, OUTDATED, ORPHAN)
 EXPECTED_PREFIX = "expected_"
 ACTUAL_PREFIX = "actual_"
 PRESENCE = "__present"
+DIGEST = "__digest"
+# Values whose equality a hash cannot stand for: Spark refuses to hash maps, and 0.0 = -0.0 with different hashes.
+UNHASHED_TYPES = ("map<", "float", "double")
 
 
 def normalize_empty_collections(frame: DataFrame) -> DataFrame:
@@ -40,6 +43,28 @@ def rows_differ(value_columns: tuple[str, ...]) -> Column:
         return F.lit(False)
     differences = [~F.col(EXPECTED_PREFIX + name).eqNullSafe(F.col(ACTUAL_PREFIX + name)) for name in value_columns]
     return reduce(lambda left, right: left | right, differences)
+
+
+def digested(
+    frame: DataFrame, key: tuple[str, ...], value_columns: tuple[str, ...], carried: tuple[str, ...] = ()
+) -> tuple[DataFrame, tuple[str, ...]]:
+    """The rows as the diff needs them, narrower: the key, the `carried` value columns (what the candidates and the
+    report read), and one 64-bit hash (`__digest`, xxhash64) standing for every value column. Returns the frame and
+    the value columns to compare it by: the digest, and any column a hash cannot stand for, kept as it is.
+
+    The join then moves a key and a few columns per row instead of whole rows. Each column's hash is preceded by
+    whether it is null (Spark's hash skips nulls, so (null, x) and (x, null) would otherwise hash alike); two rows
+    that differ share a digest with a probability of 2^-64.
+    """
+    frame = normalize_empty_collections(frame)
+    types = dict(frame.dtypes)
+    as_is = tuple(name for name in value_columns if any(word in types[name] for word in UNHASHED_TYPES))
+    hashed = [name for name in value_columns if name not in as_is]
+    if not hashed:
+        return frame.select(*key, *dict.fromkeys((*carried, *as_is))), as_is
+    parts = [part for name in hashed for part in (F.col(name).isNull(), F.col(name))]
+    narrow = frame.select(*key, *dict.fromkeys((*carried, *as_is)), F.xxhash64(*parts).alias(DIGEST))
+    return narrow, (DIGEST, *as_is)
 
 
 def compare(

@@ -34,7 +34,7 @@ from james_consistency.cql import CassandraSettings, close, connect, require_tab
 from james_consistency.engine import apply as apply_module
 from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
-from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, plan_metrics
+from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, digested, plan_metrics
 from james_consistency.engine.ranges import (
     Journal,
     RangedScan,
@@ -61,6 +61,8 @@ FAILED = "FAILED"
 WINDOW_ENDED = "WINDOW_ENDED"
 # A kept scan older than this is not reused: the repair would work from a picture of another night.
 MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
+# Adaptive execution's default advisory partition size: the limit under which a shuffled partition is hashed.
+HASHED_JOIN_PARTITION_BYTES = "64MB"
 # What a re-check found at a key, as the inconsistency it was.
 KIND_OF_ACTION = {apply_module.ADDED: MISSING, apply_module.UPDATED: OUTDATED, apply_module.REMOVED: ORPHAN}
 
@@ -279,6 +281,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     RunFailed for an infrastructure failure."""
     options.validate()
     _keep_scan_figures(spark)
+    _hash_small_joins(spark)
     run = Run(options, settings, spark)
     try:
         run.spec, run.generation = resolve_target(
@@ -309,6 +312,12 @@ def _keep_scan_figures(spark: SparkSession) -> None:
         "spark.sql.adaptive.optimizer.excludedRules",
         "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
     )
+
+
+def _hash_small_joins(spark: SparkSession) -> None:
+    # The diff's join without sorting both sides, when adaptive execution sees that every partition of the shuffled
+    # sides is small enough to hash in memory; a larger table keeps the sort-merge join, which spills instead.
+    spark.conf.set("spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold", HASHED_JOIN_PARTITION_BYTES)
 
 
 # ---- 1. scan ------------------------------------------------------------------------------------------------------
@@ -422,7 +431,13 @@ def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFram
     outdated rows there; an orphan's truth may lie in a part not scanned yet."""
     equivalent = spec.projection.equivalent
     expected = spec.derive(truth) if decided is None else decided(spec.derive(truth))
-    compared = compare(expected, projection, spec.key, spec.value_columns, equivalent() if equivalent else None)
+    if equivalent is not None:  # an equivalence reads the values themselves
+        compared = compare(expected, projection, spec.key, spec.value_columns, equivalent())
+    else:
+        carried = spec.diff_carried_columns
+        expected, compared_by = digested(expected, spec.key, spec.value_columns, carried)
+        projection, _ = digested(projection, spec.key, spec.value_columns, carried)
+        compared = compare(expected, projection, spec.key, compared_by)
     return compared if decided is None else compared.where(F.col("kind").isNull() | (F.col("kind") != ORPHAN))
 
 

@@ -230,3 +230,10 @@ class ProjectionSpec:
     @property
     def hint_columns(self) -> tuple[str, ...]:
         return self.hints.columns if self.hints else ()
+
+    @property
+    def diff_carried_columns(self) -> tuple[str, ...]:
+        """The value columns the candidates take from the diff (hints, sample identity): carried through it as they
+        are, beside the digest of the values."""
+        wanted = (*self.hint_columns, *self.sample.columns)
+        return tuple(column for column in dict.fromkeys(wanted) if column in self.value_columns)
