@@ -197,14 +197,17 @@ def test_a_digest_finds_every_difference_the_values_would(spark):
 
 def test_a_digest_carries_the_columns_the_candidates_read_and_keeps_unhashable_values_as_they_are(spark):
     frame = spark.createDataFrame(
-        [("m", 1, "a", 0.5, {"k": 1})],
-        "mailboxid string, uid long, messageid string, ratio double, extra map<string,int>",
+        [("m", 1, "a", 0.5, {"k": 1}, (None, "bob"))],
+        "mailboxid string, uid long, messageid string, ratio double, extra map<string,int>, "
+        "base struct<namespace:string,user:string>",
     )
 
-    narrow, compared_by = digested(frame, KEY, ("messageid", "ratio", "extra"), carried=("messageid",))
+    narrow, compared_by = digested(frame, KEY, ("messageid", "ratio", "extra", "base"), carried=("messageid",))
 
-    assert narrow.columns == ["mailboxid", "uid", "messageid", "ratio", "extra", DIGEST]
-    assert compared_by == (DIGEST, "ratio", "extra"), "a map cannot be hashed, and 0.0 = -0.0 hash apart"
+    assert narrow.columns == ["mailboxid", "uid", "messageid", "ratio", "extra", "base", DIGEST]
+    assert compared_by == (DIGEST, "ratio", "extra", "base"), (
+        "a map cannot be hashed, 0.0 = -0.0 hash apart, a struct's hash skips its nulls"
+    )
 
 
 def test_a_projection_of_keys_only_is_compared_by_its_keys(spark):
