@@ -26,6 +26,7 @@ from james_consistency.settings import configured, setting
 ADMIN, APPROVER = "admin", "approver"
 FINISHED = ("success", "failed")
 DATABASE_ERROR_ATTEMPTS = 5
+KILLED_GROUP_REAP_SECONDS = 15
 
 
 def free_port() -> int:
@@ -156,19 +157,29 @@ def stop(process: subprocess.Popen, grace_seconds: float = 60) -> None:
         os.killpg(process.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + grace_seconds
-    while time.monotonic() < deadline:
+    if _group_ended(process, within_seconds=grace_seconds):
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    process.wait(timeout=30)
+    # Killed children that outlived the main process are reaped by init, which can take a second or two here.
+    if not _group_ended(process, within_seconds=KILLED_GROUP_REAP_SECONDS):
+        raise OperatorError(f"process group {process.pid} still runs {KILLED_GROUP_REAP_SECONDS}s after SIGKILL")
+
+
+def _group_ended(process: subprocess.Popen, within_seconds: float) -> bool:
+    deadline = time.monotonic() + within_seconds
+    while True:
         process.poll()  # reaps the main process once it has ended, so that it no longer counts in its group
         try:
             os.killpg(process.pid, 0)
         except ProcessLookupError:
-            return
+            return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.2)
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=30)
 
 
 def standalone_environment(port: int, logins: dict[str, str], passwords_file: Path, **env: str) -> dict[str, str]:

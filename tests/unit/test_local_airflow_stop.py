@@ -3,17 +3,22 @@
 
 import os
 import subprocess
+import time
 
 import pytest
 from james_consistency_kit.local_airflow import stop
 
-# The parent ends on SIGTERM; its child ignores SIGTERM (and so does the sleep it runs).
-STUBBORN_CHILD = "sh -c 'trap \"\" TERM; sleep 300' & wait"
 
-
-def test_a_child_that_ignores_sigterm_is_killed_with_its_group():
-    process = subprocess.Popen(["sh", "-c", STUBBORN_CHILD], start_new_session=True)
+def test_a_child_that_ignores_sigterm_is_killed_with_its_group(tmp_path):
+    trapped = tmp_path / "trapped"
+    # The parent ends on SIGTERM; its child ignores SIGTERM (and so does the sleep it runs), once it says so.
+    stubborn_child = f"sh -c 'trap \"\" TERM; touch {trapped}; sleep 300' & wait"
+    process = subprocess.Popen(["sh", "-c", stubborn_child], start_new_session=True)
     group = process.pid
+    deadline = time.monotonic() + 10
+    while not trapped.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert trapped.exists(), "the child did not start"
 
     stop(process, grace_seconds=1)
 
