@@ -33,6 +33,7 @@ def test_repair_fixes_every_kind_and_leaves_the_projection_equal_to_the_truth(
 
     assert report["status"] == "COMPLETED"
     assert report["generation"] == generation
+    assert report["liveReads"] == "direct join"
     assert report["inconsistencies"] == expected_kinds
     assert report["processedImapUidEntries"] == 30
     assert report["processedMessageIdEntries"] == 30

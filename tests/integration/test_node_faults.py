@@ -88,6 +88,8 @@ def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_ke
     assert report["failedCount"] == sum(report["inconsistencies"].values()) == 80
     assert report["addedMessageIdEntries"] == 0
     assert {error["error"].split(":")[0] for error in report["errors"]} <= {"NoHostAvailable", "not attempted"}
+    # The live reads by direct join failed first, before anything was written; each candidate then said why.
+    assert report["liveReads"].startswith("per candidate: the direct join failed (Cassandra became unreachable")
     projection_rows, truth_rows = _tables(broken_keyspace)
     assert set(projection_rows) <= set(truth_rows), "nothing half-written contradicts the truth"
 
@@ -95,6 +97,8 @@ def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_ke
     output, _ = rerun.communicate(timeout=600)
 
     assert rerun.returncode == 0, output[-3000:]
-    assert json.loads((tmp_path / "rerun.json").read_text())["addedMessageIdEntries"] == 80
+    rerun_report = json.loads((tmp_path / "rerun.json").read_text())
+    assert rerun_report["addedMessageIdEntries"] == 80
+    assert rerun_report["liveReads"] == "direct join"
     projection_rows, truth_rows = _tables(broken_keyspace)
     assert projection_rows == truth_rows

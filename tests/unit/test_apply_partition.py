@@ -86,7 +86,9 @@ def candidates(count: int) -> list[dict]:
 def run_task(monkeypatch, recorder: Recorder, rows: list[dict], *, grouped: bool = False, in_flight: int = 8):
     monkeypatch.setattr(apply, "executor_session", lambda settings: DelayedAnswers())
     spec = projection_spec("messages", "3.9")
-    writing = dataclasses.replace(spec.writing, writer=FakeWriter, group_columns=("mailboxid",) if grouped else ())
+    writing = dataclasses.replace(
+        spec.writing, writer=FakeWriter, joined_truth=None, group_columns=("mailboxid",) if grouped else ()
+    )
     spec = dataclasses.replace(spec, recheck=recorder.recheck, writing=writing)
     context = apply.ApplyContext(CassandraSettings(), "ks", in_flight=in_flight)
     return list(apply.apply_partition(context, spec)(iter(rows)))

@@ -11,6 +11,7 @@ from cassandra import OperationTimedOut
 from cassandra.cluster import NoHostAvailable
 
 from james_consistency.cql import CassandraSettings
+from james_consistency.engine.joined import LIVE_PROJECTION, driver_row
 from james_consistency.engine.live import (
     Query,
     RateLimiter,
@@ -49,6 +50,9 @@ class ApplyContext:
     in_flight: int = IN_FLIGHT
     # False: re-check only (verification), report what would be done, write nothing.
     write: bool = True
+    # Set when the candidates carry their live rows, read by direct join (engine.joined) from this moment on
+    # (microseconds): every write is stamped with it, so what a user wrote after it wins over the repair.
+    joined_reads_from: int | None = None
 
 
 def to_cql_value(value, cql_type: str):
@@ -141,13 +145,18 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
 
     The write timestamp is taken BEFORE the re-read: a user write made after the re-read carries a later
     timestamp and wins over this repair whatever the order the two writes reach Cassandra in; a user write
-    made before it is visible to the re-read, so the repair writes what the truth now says.
+    made before it is visible to the re-read, so the repair writes what the truth now says. Rows already read by
+    direct join (`context.joined_reads_from`) are taken from the candidate, and so is the moment before their reads.
     """
     key = {column: to_cql_value(candidate[column], spec.projection.cql_types.get(column, "")) for column in spec.key}
-    write_timestamp = now_micros()
-    # The projection is read before the truth: a counter writer checks, right before adding, that the counter
-    # did not move while the truth was being counted.
-    current = yield from writer.read(key)
+    if context.joined_reads_from is not None:
+        write_timestamp = context.joined_reads_from
+        current = driver_row(candidate[LIVE_PROJECTION], spec.projection.cql_types)
+    else:
+        write_timestamp = now_micros()
+        # The projection is read before the truth: a counter writer checks, right before adding, that the counter
+        # did not move while the truth was being counted.
+        current = yield from writer.read(key)
     expected = yield from spec.recheck(session, context, key, candidate, current)
     if writer.consistent(expected, current):
         return ALREADY_CONSISTENT

@@ -21,7 +21,7 @@ import math
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 
@@ -32,9 +32,10 @@ from james_consistency import gates
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS
 from james_consistency.cql import CassandraSettings, close, connect, require_tables, table_names
 from james_consistency.engine import apply as apply_module
-from james_consistency.engine import work_folder
+from james_consistency.engine import joined, work_folder
 from james_consistency.engine.candidates import SAMPLED, candidates_by_key, with_sample
 from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED, compare, digested, plan_metrics
+from james_consistency.engine.live import now_micros
 from james_consistency.engine.ranges import (
     Journal,
     RangedScan,
@@ -63,6 +64,9 @@ WINDOW_ENDED = "WINDOW_ENDED"
 MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
 # Adaptive execution's default advisory partition size: the limit under which a shuffled partition is hashed.
 HASHED_JOIN_PARTITION_BYTES = "64MB"
+# How the re-check read the candidates' live rows (the report's liveReads).
+DIRECT_JOIN = "direct join"
+PER_CANDIDATE = "per candidate"
 # What a re-check found at a key, as the inconsistency it was.
 KIND_OF_ACTION = {apply_module.ADDED: MISSING, apply_module.UPDATED: OUTDATED, apply_module.REMOVED: ORPHAN}
 
@@ -97,6 +101,7 @@ UNREACHABLE_HINTS = (
     "ClosedConnection",
     "Connection refused",
     "DriverTimeout",
+    "Control channel not available",
 )
 
 
@@ -598,6 +603,9 @@ def reconcile(run: Run) -> DataFrame:
         rate_per_task=options.messages_per_second / parallelism if options.messages_per_second else 0.0,
         write=options.mode == "repair",
     )
+    run.report["liveReads"] = PER_CANDIDATE
+    if spec.writing.joined_truth is not None:
+        candidates, context = _with_joined_reads(run, candidates, context)
     group = spec.writing.group_columns
     if group:
         candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group)
@@ -607,6 +615,41 @@ def reconcile(run: Run) -> DataFrame:
     rows = candidates.rdd.mapPartitions(apply_module.apply_partition(context, spec))
     spark.createDataFrame(rows, apply_module.OUTCOME_SCHEMA).write.mode("overwrite").parquet(outcomes_path)
     return spark.read.parquet(outcomes_path)
+
+
+def _with_joined_reads(run: Run, candidates: DataFrame, context: apply_module.ApplyContext):
+    """The candidates with their live rows read by direct join (engine.joined), and the context that stamps the
+    writes with the moment before those reads. Should the reads fail (a node lost), nothing has been written yet:
+    each candidate is then re-read through the Python driver, which reports the failures candidate by candidate."""
+    spark, spec, mode = run.spark, run.spec, run.options.mode
+    live = joined.LiveTables(
+        partial(_direct_join_table, spark, run.keyspace),
+        projection_consistency=context.projection_consistency,
+        truth_consistency=context.truth_consistency,
+    )
+    reads_from = now_micros()
+    try:
+        projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
+        projection = spec.projection
+        joined.with_live_projection(
+            candidates, live, projection.table.lower(), projection.key, projection.columns, projection.cql_types
+        ).write.mode("overwrite").parquet(projected_path)
+        spec.writing.joined_truth(spark.read.parquet(projected_path), live).write.mode("overwrite").parquet(joined_path)
+    except Exception as error:  # noqa: BLE001 - Spark and connector errors: the per-candidate reads report them
+        run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({_reason(error)})"
+        log.warning("the live reads by direct join failed (%s): each candidate is re-read on its own", _reason(error))
+        return candidates, context
+    run.report["liveReads"] = DIRECT_JOIN
+    return spark.read.parquet(joined_path), replace(context, joined_reads_from=reads_from)
+
+
+def _direct_join_table(spark: SparkSession, keyspace: str, table: str, consistency: str) -> DataFrame:
+    return (
+        spark.read.format("org.apache.spark.sql.cassandra")
+        .options(keyspace=keyspace, table=table.lower(), directJoinSetting="on")
+        .option("spark.cassandra.input.consistency.level", consistency)
+        .load()
+    )
 
 
 # ---- 5. summarize -------------------------------------------------------------------------------------------------

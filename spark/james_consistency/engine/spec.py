@@ -16,7 +16,8 @@ the projection's name, not at 3 a.m. in an executor.
       hints        CandidateHints    optional: scanned values that help the re-check find the truth
       sample       Sample            optional: a candidate's identity in the report's samples
       unreadable   UnreadableTruth   optional: truth units that cannot be read, and the column scoping them
-      writing      Writing           how candidates are read and written in the executors
+      writing      Writing           how candidates are read and written in the executors (optionally read
+                                     first by the connector's direct join)
       finish_report                  optional: adds the projection's own report fields at the end
 """
 
@@ -175,6 +176,16 @@ class Writing:
 
     writer: Callable | None = None
     group_columns: tuple[str, ...] = ()
+    # Optional: the truth's live reads by direct join (engine.joined), for the plain writer. Given the candidates
+    # with LIVE_PROJECTION and the run's LiveTables, returns them with LIVE_TRUTH, from which `recheck` then takes
+    # the truth instead of querying it (when `context.joined_reads_from` is set).
+    joined_truth: Callable | None = None
+
+    def __post_init__(self):
+        _require(
+            self.joined_truth is None or (self.writer is None and not self.group_columns),
+            "joined truth reads serve the plain writer, one candidate at a time",
+        )
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,20 @@ The expected projection row is the truth row itself: every column equal, flags a
 """
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from james_consistency.engine.apply import ApplyContext, to_cql_value
+from james_consistency.engine.joined import LIVE_PROJECTION, LIVE_TRUTH, LiveTables, driver_row, live_struct
 from james_consistency.engine.live import Query, Together, one, prepared
-from james_consistency.engine.spec import CandidateHints, Projection, ProjectionSpec, ReportNames, Sample, Truth
+from james_consistency.engine.spec import (
+    CandidateHints,
+    Projection,
+    ProjectionSpec,
+    ReportNames,
+    Sample,
+    Truth,
+    Writing,
+)
 from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 from james_consistency.schema import table
 
@@ -36,11 +46,17 @@ def message_projection(generation: str) -> ProjectionSpec:
         return truth.select(*columns)
 
     def recheck(session, context: ApplyContext, key: dict, candidate, current) -> dict | None:
+        if context.joined_reads_from is not None:
+            truth_rows = [driver_row(row, cql_types) for row in candidate[LIVE_TRUTH] or ()]
+            return single_truth(truth_rows, key["mailboxid"], key["uid"])
         return (
             yield from live_truth_at(
                 session, context, key["mailboxid"], key["uid"], candidate["messageid_seen"], columns, projected=current
             )
         )
+
+    def joined_truth(candidates: DataFrame, live: LiveTables) -> DataFrame:
+        return with_live_truth(candidates, live, columns, cql_types)
 
     return ProjectionSpec(
         name="messages",
@@ -52,7 +68,36 @@ def message_projection(generation: str) -> ProjectionSpec:
         health=MESSAGE_TRUTH_HEALTH,
         hints=CandidateHints(("messageid",)),
         sample=Sample(("mailboxid", "messageid", "uid"), {"mailboxid": "mailboxId", "messageid": "messageId"}),
+        writing=Writing(joined_truth=joined_truth),
     )
+
+
+def with_live_truth(candidates: DataFrame, live: LiveTables, columns, cql_types) -> DataFrame:
+    """The candidates (with LIVE_PROJECTION), each with the imapUidTable rows now at its (mailboxId, uid)
+    (LIVE_TRUTH), found through the same messageIds as `live_truth_at`: the ones the scan saw there and the one
+    messageIdTable holds now. A key is never read with a null messageId (an invalid request)."""
+    prefix = "live_t_"
+    message_ids = F.array_distinct(
+        F.filter(
+            F.concat(
+                F.coalesce("messageid_seen", F.array().cast("array<string>")), F.array(LIVE_PROJECTION + ".messageid")
+            ),
+            lambda message_id: message_id.isNotNull(),
+        )
+    )
+    keys = candidates.select("mailboxid", "uid", F.explode(message_ids).alias("live_messageid"))
+    truth = live.truth("imapuidtable", prefix)
+    on = [
+        keys["live_messageid"] == truth[prefix + "messageid"],
+        keys["mailboxid"] == truth[prefix + "mailboxid"],
+        keys["uid"] == truth[prefix + "uid"],
+    ]
+    found = (
+        keys.join(truth, on, "inner")
+        .groupBy("mailboxid", "uid")
+        .agg(F.collect_list(live_struct(prefix, columns, cql_types, "messageid")).alias(LIVE_TRUTH))
+    )
+    return candidates.join(found, ["mailboxid", "uid"], "left")
 
 
 NOT_READ = object()
@@ -86,7 +131,10 @@ def live_truth_at(
         context.truth_consistency,
     )
     found = yield Together(tuple(Query(select_truth, [message_id, mailbox, uid]) for message_id in message_ids))
-    truth_rows = [row for rows in found for row in rows]
+    return single_truth([row for rows in found for row in rows], mailbox, uid)
+
+
+def single_truth(truth_rows: list[dict], mailbox, uid) -> dict | None:
     if len(truth_rows) > 1:
         raise AmbiguousTruth(
             f"messages {sorted(str(row['messageid']) for row in truth_rows)} all claim uid {uid} in mailbox {mailbox}"
