@@ -72,6 +72,7 @@ def test_the_repair_through_the_cluster_ships_its_code_and_repairs_the_ring(
     figures = json.loads(report.read_text())
     print(f"cluster repair of {broken} missing rows: {seconds:.1f}s wall, job {figures['durationSeconds']}s")
     assert figures["status"] == "COMPLETED"
+    assert figures["liveReads"] == "direct join", "read by the executors, apart from the driver"
     assert figures["addedMessageIdEntries"] == broken
     assert_projection_equals_truth(ring_cql, ring_keyspace)
 
@@ -150,6 +151,7 @@ def test_two_nodes_lost_the_run_fails_fast_and_the_next_run_converges(
     # Every fix is one row: written at LOCAL_QUORUM or reported failed, with the reason.
     figures = json.loads(report.read_text())
     assert figures["status"] == "PARTIAL"
+    assert figures["liveReads"] == "per candidate", "a throttled run reads at its rate, candidate by candidate"
     assert figures["failedCount"] > 0
     assert figures["addedMessageIdEntries"] + figures["failedCount"] == broken
     # The first fixes fail on the coordinator's answer; the job then stops trying (not attempted: unreachable).

@@ -604,7 +604,8 @@ def reconcile(run: Run) -> DataFrame:
         write=options.mode == "repair",
     )
     run.report["liveReads"] = PER_CANDIDATE
-    if spec.writing.joined_truth is not None:
+    # A throttled run keeps to its rate candidate by candidate, its reads included.
+    if spec.writing.joined_truth is not None and not options.messages_per_second:
         candidates, context = _with_joined_reads(run, candidates, context)
     group = spec.writing.group_columns
     if group:
@@ -622,9 +623,8 @@ def _with_joined_reads(run: Run, candidates: DataFrame, context: apply_module.Ap
     writes with the moment before those reads. Should the reads fail (a node lost), nothing has been written yet:
     each candidate is then re-read through the Python driver, which reports the failures candidate by candidate."""
     spark, spec, mode = run.spark, run.spec, run.options.mode
-    reads_per_core = math.ceil(context.rate_per_task) if context.rate_per_task else None
     live = joined.LiveTables(
-        partial(_direct_join_table, spark, run.keyspace, reads_per_core),
+        partial(_direct_join_table, spark, run.keyspace),
         projection_consistency=context.projection_consistency,
         truth_consistency=context.truth_consistency,
     )
@@ -644,19 +644,13 @@ def _with_joined_reads(run: Run, candidates: DataFrame, context: apply_module.Ap
     return spark.read.parquet(joined_path), replace(context, joined_reads_from=reads_from)
 
 
-def _direct_join_table(
-    spark: SparkSession, keyspace: str, reads_per_core: int | None, table: str, consistency: str
-) -> DataFrame:
-    """A table read only by direct join, at `consistency`; `reads_per_core` keys a second per Spark task (the
-    connector's own throttle), the per-cluster rate shared as the fixes share it."""
-    reader = (
+def _direct_join_table(spark: SparkSession, keyspace: str, table: str, consistency: str) -> DataFrame:
+    return (
         spark.read.format("org.apache.spark.sql.cassandra")
         .options(keyspace=keyspace, table=table.lower(), directJoinSetting="on")
         .option("spark.cassandra.input.consistency.level", consistency)
+        .load()
     )
-    if reads_per_core:
-        reader = reader.option("spark.cassandra.input.readsPerSec", str(reads_per_core))
-    return reader.load()
 
 
 # ---- 5. summarize -------------------------------------------------------------------------------------------------
