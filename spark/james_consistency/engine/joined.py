@@ -75,10 +75,11 @@ def driver_row(row, cql_types: dict[str, str]) -> dict | None:
     return {name: driver_value(value, cql_types.get(name, "")) for name, value in row.asDict().items()}
 
 
-def with_live_projection(candidates: DataFrame, live: LiveTables, table: str, key, columns, cql_types) -> DataFrame:
-    """The candidates, each with the projection row now at its key (LIVE_PROJECTION)."""
+def with_live_projection(candidates: DataFrame, live: LiveTables, projection) -> DataFrame:
+    """The candidates, each with the row of the `projection` table (a spec's Projection) now at its key
+    (LIVE_PROJECTION)."""
     prefix = "live_p_"
-    projection = live.projection(table, prefix)
-    on = [candidates[name] == projection[prefix + name] for name in key]
-    joined = candidates.join(projection, on, "left")
-    return joined.select(*candidates.columns, live_struct(prefix, columns, cql_types, key[0]).alias(LIVE_PROJECTION))
+    rows = live.projection(projection.table.lower(), prefix)
+    on = [candidates[name] == rows[prefix + name] for name in projection.key]
+    present = live_struct(prefix, projection.columns, projection.cql_types, projection.key[0])
+    return candidates.join(rows, on, "left").select(*candidates.columns, present.alias(LIVE_PROJECTION))

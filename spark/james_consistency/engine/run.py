@@ -631,14 +631,12 @@ def _with_joined_reads(run: Run, candidates: DataFrame, context: apply_module.Ap
     reads_from = now_micros()
     try:
         projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
-        projection = spec.projection
-        joined.with_live_projection(
-            candidates, live, projection.table.lower(), projection.key, projection.columns, projection.cql_types
-        ).write.mode("overwrite").parquet(projected_path)
+        joined.with_live_projection(candidates, live, spec.projection).write.mode("overwrite").parquet(projected_path)
         spec.writing.joined_truth(spark.read.parquet(projected_path), live).write.mode("overwrite").parquet(joined_path)
     except Exception as error:  # noqa: BLE001 - Spark and connector errors: the per-candidate reads report them
-        run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({_reason(error)})"
-        log.warning("the live reads by direct join failed (%s): each candidate is re-read on its own", _reason(error))
+        reason = _reason(error)
+        run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({reason})"
+        log.warning("the live reads by direct join failed (%s): each candidate is re-read on its own", reason)
         return candidates, context
     run.report["liveReads"] = DIRECT_JOIN
     return spark.read.parquet(joined_path), replace(context, joined_reads_from=reads_from)
