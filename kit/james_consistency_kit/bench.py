@@ -10,11 +10,14 @@ In one Spark session it times, on the same broken keyspace:
 The bench keyspace is created by James's own `schema` command (its whole 3.8.1 schema, which its DAOs need), then
 filled by the project's fast seeder: the message, mailbox, ACL and counter tables are column-identical.
 It samples the driver's memory while each phase runs: the JVM heap (in local mode the executors share it) and the
-Python process's resident set.
+Python process's resident set; and the machine's processor time each phase took, all of it and the local Cassandra
+nodes' share (on a machine they share with Spark, a phase that keeps every core busy cannot get faster than the work
+it does: the figures say which work that is).
 """
 
 import json
 import logging
+import os
 import resource
 import threading
 import time
@@ -75,14 +78,64 @@ class MemorySampler:
         self.retained_heap_bytes = self._used()
 
 
+@dataclass(frozen=True)
+class CpuClock:
+    """The machine's processor time so far (Linux /proc): all of it, and that of the local Cassandra nodes' JVMs."""
+
+    wall: float
+    busy: float
+    cassandra: float
+
+    @staticmethod
+    def now() -> "CpuClock":
+        return CpuClock(time.perf_counter(), _machine_busy_seconds(), _cassandra_seconds())
+
+    def since(self, start: "CpuClock") -> dict:
+        """Between two readings: the processor seconds used, and how many cores that kept busy on average."""
+        wall = max(self.wall - start.wall, 1e-9)
+        busy, cassandra = self.busy - start.busy, self.cassandra - start.cassandra
+        return {
+            "cpuSeconds": round(busy, 1),
+            "busyCores": round(busy / wall, 2),
+            "cassandraCpuSeconds": round(cassandra, 1),
+            "cassandraCores": round(cassandra / wall, 2),
+            "cores": os.cpu_count(),
+        }
+
+
+def _machine_busy_seconds() -> float:
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _cassandra_seconds() -> float:
+    """User and system time of every live process whose command line runs CassandraDaemon (0 where /proc is not)."""
+    total = 0
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"CassandraDaemon" not in (process / "cmdline").read_bytes():
+                continue
+            fields = (process / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _timed(name: str, spark, action) -> dict:
     with MemorySampler(spark) as memory:
-        started = time.perf_counter()
+        started = CpuClock.now()
         result = action()
-        seconds = time.perf_counter() - started
-    log.info("bench %s: %.1fs", name, seconds)
+        finished = CpuClock.now()
+    seconds, cpu = finished.wall - started.wall, finished.since(started)
+    log.info("bench %s: %.1fs, %.2f cores busy", name, seconds, cpu["busyCores"])
     return {
         "seconds": round(seconds, 3),
+        "cpu": cpu,
         "peakJvmHeapMiB": round(memory.peak_heap_bytes / 2**20),
         "retainedJvmHeapMiB": round(memory.retained_heap_bytes / 2**20),
         "result": result,
@@ -112,17 +165,24 @@ def bare_scan(spark, keyspace: str, columns: tuple[str, ...]) -> int:
     return rows
 
 
-def nightly_run(spark, settings: CassandraSettings, keyspace: str, run_dir: str) -> dict:
+def nightly_run(spark, settings: CassandraSettings, keyspace: str, run_dir: str, cpu: dict | None = None) -> dict:
     """The nightly DAG run's work, in process: a check in token ranges keeping its scan, the repair and the verify
-    reusing it (the DAG runs the same three jobs by spark-submit)."""
-    check = execute(spark, settings, RunOptions("messages", keyspace, mode="check", ranges=0, run_dir=run_dir))
-    repair = execute(
-        spark,
-        settings,
-        RunOptions("messages", keyspace, mode="repair", allow_destructive=True, run_dir=run_dir, reuse_scan=True),
-    )
-    verify = execute(spark, settings, RunOptions("messages", keyspace, mode="verify", run_dir=run_dir, reuse_scan=True))
-    return {"check": check, "repair": repair, "verify": verify}
+    reusing it (the DAG runs the same three jobs by spark-submit). `cpu`, when given, gets each step's processor
+    time (CpuClock)."""
+    steps = {
+        "check": RunOptions("messages", keyspace, mode="check", ranges=0, run_dir=run_dir),
+        "repair": RunOptions(
+            "messages", keyspace, mode="repair", allow_destructive=True, run_dir=run_dir, reuse_scan=True
+        ),
+        "verify": RunOptions("messages", keyspace, mode="verify", run_dir=run_dir, reuse_scan=True),
+    }
+    reports = {}
+    for step, options in steps.items():
+        started = CpuClock.now()
+        reports[step] = execute(spark, settings, options)
+        if cpu is not None:
+            cpu[step] = CpuClock.now().since(started)
+    return reports
 
 
 def stopped_and_resumed(spark, settings: CassandraSettings, keyspace: str, ranges: int) -> dict:
@@ -370,10 +430,13 @@ def bench_messages(
     # resumed (same ranges: the total work is compared).
     execute(spark, settings, RunOptions("messages", keyspace, mode="repair", allow_destructive=True))
     broken_for_nightly = prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed + 2)["broken"]
+    nightly_steps_cpu: dict = {}
     nightly = _timed(
         "nightly run (check, repair, verify)",
         spark,
-        lambda: nightly_run(spark, settings, keyspace, str(LOCAL_DIR / "bench" / f"nightly-{keyspace}")),
+        lambda: nightly_run(
+            spark, settings, keyspace, str(LOCAL_DIR / "bench" / f"nightly-{keyspace}"), nightly_steps_cpu
+        ),
     )
     prepare_keyspace(spark, settings, keyspace, messages, inconsistency_rate, seed + 3)
     ranged = _timed(
@@ -425,6 +488,7 @@ def bench_messages(
             "verifiedSample": nightly["result"]["verify"]["verifiedSample"],
             "ranges": nightly["result"]["check"]["ranges"]["total"],
             "steps": {step: report["durationSeconds"] for step, report in nightly["result"].items()},
+            "stepsCpu": nightly_steps_cpu,
         },
         "dryRunInRanges": {
             "seconds": ranged["seconds"],
@@ -454,10 +518,23 @@ def bench_messages(
             )
         ),
         "driverPeakPythonRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "machineCpu": {
+            phase: timed["cpu"]
+            for phase, timed in (
+                ("bareScan", scan),
+                ("dryRun", check),
+                ("repair", repair),
+                ("nightlyRun", nightly),
+                ("dryRunInRanges", ranged),
+                ("stoppedAndResumed", resumed),
+            )
+        },
     }
     figures["ratios"] = {
         "repairTimeOverBareScanTime": round(repair["seconds"] / scan["seconds"], 2),
         "nightlyRunTimeOverBareScanTime": round(nightly["seconds"] / scan["seconds"], 2),
+        # Where both phases keep every core busy, the time ratio cannot be lower than this one.
+        "nightlyRunCpuOverBareScanCpu": round(nightly["cpu"]["cpuSeconds"] / max(scan["cpu"]["cpuSeconds"], 0.1), 2),
         "rangedDryRunTimeOverBareScanTime": round(ranged["seconds"] / scan["seconds"], 2),
         "stoppedAndResumedOverUninterrupted": round(resumed["seconds"] / ranged["seconds"], 2),
         "repairOverReferenceThroughput": round(
@@ -580,6 +657,7 @@ def bench_projection(
         "repair": {"seconds": repair["seconds"], "truthRowsPerSecond": per_second(truth_rows, repair)},
         "ratios": {"repairTimeOverBareScanTime": round(repair["seconds"] / max(scan["seconds"], 0.001), 2)},
         **driver_memory((("bareScan", scan), ("dryRun", check), ("repair", repair))),
+        "machineCpu": {"bareScan": scan["cpu"], "dryRun": check["cpu"], "repair": repair["cpu"]},
     }
     if james is not None:
         figures["jamesRecomputeMailboxCounters"] = james

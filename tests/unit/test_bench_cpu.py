@@ -1,0 +1,48 @@
+"""The bench's processor figures: what a phase kept busy, and the share of the local Cassandra nodes in it."""
+
+import subprocess
+import sys
+import time
+
+from james_consistency_kit.bench import CpuClock
+
+
+def _burn(seconds: float, *marker: str) -> None:
+    code = f"import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", code, *marker], check=True)
+
+
+def test_a_phase_that_computes_keeps_a_core_busy():
+    started = CpuClock.now()
+    _burn(0.6)
+    figures = CpuClock.now().since(started)
+
+    assert figures["cpuSeconds"] >= 0.5
+    assert 0.5 <= figures["busyCores"] <= figures["cores"]
+
+
+def test_the_time_of_a_cassandra_daemon_process_is_counted_as_cassandras():
+    marker = "org.apache.cassandra.service.CassandraDaemon"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nsys.stdin.readline()\nend = time.process_time() + 0.6\n"
+            "while time.process_time() < end: pass\ntime.sleep(30)",
+            marker,
+        ],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        time.sleep(0.3)  # started, waiting: its start-up time is in the first reading
+        started = CpuClock.now()
+        process.stdin.write(b"go\n")
+        process.stdin.flush()
+        time.sleep(1.0)
+        figures = CpuClock.now().since(started)
+    finally:
+        process.kill()
+        process.wait()
+
+    assert figures["cassandraCpuSeconds"] >= 0.5
+    assert figures["cassandraCores"] > 0.3
