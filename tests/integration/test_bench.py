@@ -64,7 +64,7 @@ def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra
     assert resumed["sameFindings"] is True
     # Each phase says how much of the machine it kept busy, and Cassandra's share, for the nightly run step by step.
     nightly_cpu = figures["machineCpu"]["nightlyRun"]
-    assert 0 < nightly_cpu["busyCores"] <= nightly_cpu["cores"]
+    assert 0 < nightly_cpu["busyCores"] <= nightly_cpu["cores"] + 0.1  # a clock tick between the readings
     assert 0 < nightly_cpu["cassandraCpuSeconds"] <= nightly_cpu["cpuSeconds"]
     assert set(nightly["stepsCpu"]) == {"check", "repair", "verify"}
     assert figures["ratios"]["nightlyRunCpuOverBareScanCpu"] > 0

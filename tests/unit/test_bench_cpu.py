@@ -18,7 +18,8 @@ def test_a_phase_that_computes_keeps_a_core_busy():
     figures = CpuClock.now().since(started)
 
     assert figures["cpuSeconds"] >= 0.5
-    assert 0.5 <= figures["busyCores"] <= figures["cores"]
+    # At most every core, give or take a clock tick between the two readings of a short phase.
+    assert 0.5 <= figures["busyCores"] <= figures["cores"] + 0.1
 
 
 def test_the_time_of_a_cassandra_daemon_process_is_counted_as_cassandras():
