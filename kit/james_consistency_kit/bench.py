@@ -29,6 +29,7 @@ from james_consistency.engine.run import RunOptions, execute, read_table
 from james_consistency.paths import LOCAL_DIR
 
 from james_consistency_kit import james_harness
+from james_consistency_kit.cassandra_node import _is_cassandra
 
 log = logging.getLogger("james_consistency")
 
@@ -116,11 +117,11 @@ def _cassandra_seconds() -> float:
     """User and system time of every live process whose command line runs CassandraDaemon (0 where /proc is not)."""
     total = 0
     for process in Path("/proc").glob("[0-9]*"):
+        if not _is_cassandra(int(process.name)):
+            continue
         try:
-            if b"CassandraDaemon" not in (process / "cmdline").read_bytes():
-                continue
             fields = (process / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+        except OSError:  # it ended since
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / os.sysconf("SC_CLK_TCK")
