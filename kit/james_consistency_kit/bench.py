@@ -29,7 +29,8 @@ from james_consistency.engine.run import RunOptions, execute, read_table
 from james_consistency.paths import LOCAL_DIR
 
 from james_consistency_kit import james_harness
-from james_consistency_kit.cassandra_node import _is_cassandra
+from james_consistency_kit.cassandra_node import CASSANDRA_MARKER
+from james_consistency_kit.processes import runs
 
 log = logging.getLogger("james_consistency")
 
@@ -117,7 +118,7 @@ def _cassandra_seconds() -> float:
     """User and system time of every live process whose command line runs CassandraDaemon (0 where /proc is not)."""
     total = 0
     for process in Path("/proc").glob("[0-9]*"):
-        if not _is_cassandra(int(process.name)):
+        if not runs(int(process.name), CASSANDRA_MARKER):
             continue
         try:
             fields = (process / "stat").read_text().rsplit(")", 1)[1].split()

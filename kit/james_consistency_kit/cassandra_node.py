@@ -6,8 +6,6 @@ All of its state (config, data, logs, pid) lives in one git-ignored folder.
 
 import os
 import secrets
-import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -15,6 +13,11 @@ from pathlib import Path
 
 from james_consistency.errors import OperatorError
 from james_consistency.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
+
+from james_consistency_kit.processes import DetachedService, alive, port_bindable, port_open, reap
+
+# What the command line of a node's JVM holds (the bench counts these processes' processor time as Cassandra's).
+CASSANDRA_MARKER = "CassandraDaemon"
 
 # Cassandra 5.0's garbage collector settings (conf/jvm17-server.options). With the JVM's own G1 defaults (marking
 # from 45 % of the heap) a 2 GB node whose memtables and caches hold about 900 MB marked the heap almost without a
@@ -127,6 +130,10 @@ class LocalNode:
         return self.home / "cassandra.pid"
 
     @property
+    def service(self) -> DetachedService:
+        return DetachedService(self.pid_file, CASSANDRA_MARKER)
+
+    @property
     def tls_dir(self) -> Path:
         return self.home / "tls"
 
@@ -153,20 +160,13 @@ class LocalNode:
 
     def pid(self) -> int | None:
         """The pid of this node's JVM if it is alive, else None (a stale pid file is removed)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        if _process_alive(pid) and _is_cassandra(pid):
-            return pid
-        self.pid_file.unlink(missing_ok=True)
-        return None
+        return self.service.pid()
 
     def release_version(self, timeout: float = 2.0) -> str | None:
         """The node's `release_version` if it answers CQL on its port, else None."""
         from james_consistency.cql import CassandraSettings, close, connect
 
-        if not _port_open(self.address, self.native_port, timeout):
+        if not port_open(self.address, self.native_port, timeout):
             return None
         settings = CassandraSettings.from_env(host=self.address, port=self.native_port)
         if self.tls:
@@ -211,53 +211,28 @@ class LocalNode:
             (self.jmx_port, "JMX"),
         ):
             bind_address = "127.0.0.1" if what == "JMX" else self.address
-            if _port_open(bind_address, port, 0.5) or not _port_bindable(bind_address, port):
+            if port_open(bind_address, port, 0.5) or not port_bindable(bind_address, port):
                 raise OperatorError(
                     f"port {port} ({what}) on {bind_address} is already in use by another process; "
                     f"free it or choose other ports (--port, JAMES_CASSANDRA_STORAGE_PORT, JAMES_CASSANDRA_JMX_PORT)"
                 )
         classpath = self._classpath()
         self._write_config()
-        command = self._java_command(classpath)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / "stdout.log", "ab") as out:
-            process = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.home,
-                start_new_session=True,
-            )
-        self.pid_file.write_text(str(process.pid))
-        self._wait_ready(process.pid, timeout)
+        pid = self.service.start(self._java_command(classpath), self.log_dir / "stdout.log", cwd=self.home)
+        self._wait_ready(pid, timeout)
         return self.status()
 
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the node; True if one was running. No JVM is left behind."""
-        pid = self.pid()
-        if pid is None:
-            return False
-        _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _process_alive(pid):
-            _reap(pid)
-            time.sleep(0.2)
-        if _process_alive(pid):
-            _signal_group(pid, signal.SIGKILL)
-            while _process_alive(pid):
-                _reap(pid)
-                time.sleep(0.1)
-        self.pid_file.unlink(missing_ok=True)
-        return True
+        return self.service.stop(grace_seconds=timeout)
 
     # ---- helpers -----------------------------------------------------------------------------
 
     def _wait_ready(self, pid: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not _process_alive(pid):
-                _reap(pid)
+            if not alive(pid):
+                reap(pid)
                 self.pid_file.unlink(missing_ok=True)
                 raise OperatorError(f"Cassandra exited during start-up; last log lines:\n{self._log_tail()}")
             if self.release_version() is not None:
@@ -398,62 +373,6 @@ batch_size_fail_threshold: 1000KiB
             path.write_text(value + "\n")
             path.chmod(0o600)
         return keystore, keystore_password
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _is_cassandra(pid: int) -> bool:
-    try:
-        return b"CassandraDaemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return False
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status if the JVM is our own child, so it does not linger as a zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        os.kill(pid, sig)
-
-
-def _port_open(host: str, port: int, timeout: float) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _port_bindable(address: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((address, port))
-        except OSError:
-            return False
-    return True
 
 
 # The local ring: its own folders and ports, apart from the single node (9042) and the test nodes (19042, 29042).

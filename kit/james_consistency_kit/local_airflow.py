@@ -10,7 +10,6 @@ printed or logged; the file is the place to read them).
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import time
@@ -23,10 +22,12 @@ from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.settings import configured, setting
 
+from james_consistency_kit.processes import stop_group
+
 ADMIN, APPROVER = "admin", "approver"
 FINISHED = ("success", "failed")
 DATABASE_ERROR_ATTEMPTS = 5
-KILLED_GROUP_REAP_SECONDS = 15
+STOP_GRACE_SECONDS = 60
 
 
 def free_port() -> int:
@@ -93,7 +94,7 @@ class Api:
             except OSError:
                 pass
             if process.poll() is not None or time.time() > deadline:
-                stop(process)
+                stop_group(process, STOP_GRACE_SECONDS)
                 raise OperatorError(f"Airflow did not become healthy within {seconds:.0f}s; its log: {log}")
             time.sleep(2)
 
@@ -150,38 +151,6 @@ class Api:
         return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after&limit=20")[1].get("dag_runs", [])
 
 
-def stop(process: subprocess.Popen, grace_seconds: float = 60) -> None:
-    """Stop the process and its whole group: what has not ended `grace_seconds` after SIGTERM (the main process, or a
-    child that outlived it, such as a triggerer) gets SIGKILL."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    if _group_ended(process, within_seconds=grace_seconds):
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    process.wait(timeout=30)
-    # Killed children that outlived the main process are reaped by init, which can take a second or two here.
-    if not _group_ended(process, within_seconds=KILLED_GROUP_REAP_SECONDS):
-        raise OperatorError(f"process group {process.pid} still runs {KILLED_GROUP_REAP_SECONDS}s after SIGKILL")
-
-
-def _group_ended(process: subprocess.Popen, within_seconds: float) -> bool:
-    deadline = time.monotonic() + within_seconds
-    while True:
-        process.poll()  # reaps the main process once it has ended, so that it no longer counts in its group
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.2)
-
-
 def standalone_environment(port: int, logins: dict[str, str], passwords_file: Path, **env: str) -> dict[str, str]:
     names = list(logins)
     return {
@@ -234,7 +203,7 @@ def airflow_standalone(log: Path, logins: dict[str, str], passwords_file: Path, 
         api.login(first, logins[first])
         yield api
     finally:
-        stop(process)
+        stop_group(process, STOP_GRACE_SECONDS)
 
 
 def serve_ui(port: int) -> int:
@@ -258,5 +227,5 @@ def serve_ui(port: int) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        stop(process)
+        stop_group(process, STOP_GRACE_SECONDS)
     return 0

@@ -7,8 +7,6 @@ zip `build_product_zip` writes at set-up). State (pid files, logs, work folders)
 
 import importlib.util
 import os
-import signal
-import subprocess
 import time
 import zipfile
 from dataclasses import dataclass
@@ -19,7 +17,7 @@ from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, PRODUCT_ZIP, require_java
 
-from james_consistency_kit.cassandra_node import _port_open, _process_alive, _reap, _signal_group
+from james_consistency_kit.processes import DetachedService, wait_for_port
 
 CLUSTER_HOME = LOCAL_DIR / "spark-cluster"
 MASTER_HOST = "127.0.0.1"
@@ -60,63 +58,26 @@ class Daemon:
     ui_port: int
 
     @property
-    def pid_file(self) -> Path:
-        return CLUSTER_HOME / f"{self.name}.pid"
+    def service(self) -> DetachedService:
+        return DetachedService(CLUSTER_HOME / f"{self.name}.pid", "org.apache.spark.deploy")
 
     @property
     def log_file(self) -> Path:
         return CLUSTER_HOME / "logs" / f"{self.name}.log"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            alive = _process_alive(pid) and b"org.apache.spark.deploy" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except FileNotFoundError:
-            alive = False
-        if not alive:
-            self.pid_file.unlink(missing_ok=True)
-            return None
-        return pid
+        return self.service.pid()
 
     def start(self, environment: dict[str, str]) -> int:
         pid = self.pid()
         if pid is not None:
             return pid
-        spark_home = Path(environment["SPARK_HOME"])
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_file, "ab") as out:
-            # spark-class execs the JVM: the child's pid is the daemon's.
-            process = subprocess.Popen(
-                [str(spark_home / "bin" / "spark-class"), *self.arguments],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=environment,
-                cwd=CLUSTER_HOME,
-                start_new_session=True,
-            )
-        self.pid_file.write_text(str(process.pid))
-        return process.pid
+        # spark-class execs the JVM: the child's pid is the daemon's.
+        command = [str(Path(environment["SPARK_HOME"]) / "bin" / "spark-class"), *self.arguments]
+        return self.service.start(command, self.log_file, cwd=CLUSTER_HOME, env=environment)
 
     def stop(self, timeout: float = 30.0) -> bool:
-        pid = self.pid()
-        if pid is None:
-            return False
-        _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _process_alive(pid):
-            _reap(pid)
-            time.sleep(0.2)
-        if _process_alive(pid):
-            _signal_group(pid, signal.SIGKILL)
-            while _process_alive(pid):
-                _reap(pid)
-                time.sleep(0.1)
-        self.pid_file.unlink(missing_ok=True)
-        return True
+        return self.service.stop(grace_seconds=timeout)
 
 
 def master() -> Daemon:
@@ -174,10 +135,8 @@ def start(timeout: float = 60.0) -> dict:
     the_master = master()
     the_master.start(environment)
     deadline = time.monotonic() + timeout
-    while not _port_open(MASTER_HOST, MASTER_PORT, 0.5):
-        if time.monotonic() > deadline or the_master.pid() is None:
-            raise OperatorError(f"the Spark master did not listen on {MASTER_URL}; log: {the_master.log_file}")
-        time.sleep(0.5)
+    if not wait_for_port(MASTER_HOST, MASTER_PORT, timeout, still_starting=lambda: the_master.pid() is not None):
+        raise OperatorError(f"the Spark master did not listen on {MASTER_URL}; log: {the_master.log_file}")
     workers = [worker(number) for number in range(1, WORKERS + 1)]
     for each in workers:
         each.start(environment)

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from james_consistency_kit.local_airflow import stop
+from james_consistency_kit.processes import stop_group
 
 
 def test_a_child_that_ignores_sigterm_is_killed_with_its_group(tmp_path):
@@ -20,7 +20,7 @@ def test_a_child_that_ignores_sigterm_is_killed_with_its_group(tmp_path):
         time.sleep(0.05)
     assert trapped.exists(), "the child did not start"
 
-    stop(process, grace_seconds=1)
+    stop_group(process, grace_seconds=1)
 
     with pytest.raises(ProcessLookupError):
         os.killpg(group, 0)
