@@ -1,8 +1,6 @@
 """Python driver sessions: connection settings from the environment, clear errors when the node is not there."""
 
-import os
 import ssl
-from dataclasses import dataclass, field
 
 from cassandra import AuthenticationFailed, ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
@@ -10,41 +8,9 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.policies import RoundRobinPolicy
 from cassandra.query import named_tuple_factory
 
+from james_consistency.connection import CassandraSettings as CassandraSettings  # callers import it from here
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS as CONSISTENCY_LEVELS  # one list for all
 from james_consistency.errors import NodeUnreachable, OperatorError
-
-
-@dataclass(frozen=True)
-class CassandraSettings:
-    """How to reach Cassandra. Credentials come from the environment (or an Airflow connection), never from code."""
-
-    host: str = "127.0.0.1"
-    port: int = 9042
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    local_dc: str | None = None
-    # Client TLS: the CA certificate (PEM) the Python driver trusts, and the same trust as a PKCS12 truststore for
-    # the Spark connector (its password, like the user's, travels only by environment).
-    tls_ca_file: str | None = None
-    tls_truststore: str | None = None
-    tls_truststore_password: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_env(cls, host: str | None = None, port: int | None = None) -> "CassandraSettings":
-        return cls(
-            host=host or os.environ.get("CASSANDRA_HOST", "127.0.0.1"),
-            port=int(port or os.environ.get("CASSANDRA_PORT", 9042)),
-            username=os.environ.get("CASSANDRA_USERNAME") or None,
-            password=os.environ.get("CASSANDRA_PASSWORD") or None,
-            local_dc=os.environ.get("CASSANDRA_LOCAL_DC") or None,
-            tls_ca_file=os.environ.get("CASSANDRA_TLS_CA_FILE") or None,
-            tls_truststore=os.environ.get("CASSANDRA_TLS_TRUSTSTORE") or None,
-            tls_truststore_password=os.environ.get("CASSANDRA_TLS_TRUSTSTORE_PASSWORD") or None,
-        )
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: float = 10.0, row_factory=None):

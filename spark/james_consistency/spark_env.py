@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from james_consistency.cql import CassandraSettings
+from james_consistency.connection import CassandraSettings, connector_connection_conf, connector_secrets
 from james_consistency.errors import OperatorError
 from james_consistency.paths import JARS_DIR, JOBS_DIR, LOCAL_DIR, LOG4J_CONFIG, spark_jars
 
@@ -98,37 +98,17 @@ def driver_java_options(quick_jit: bool = False) -> str:
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:
-    """Connector settings; the password is passed through the environment of the job, not its command line."""
-    conf = {
+    """A job's Spark conf with the connector; the passwords are not in it (`connector_secrets`): they are passed
+    through the environment of the job, not its command line."""
+    return {
         "spark.sql.extensions": CASSANDRA_EXTENSIONS,
-        "spark.cassandra.connection.host": settings.host,
-        "spark.cassandra.connection.port": str(settings.port),
+        **connector_connection_conf(settings),
         # The default split (512 MB) would leave one core idle on small tables.
         "spark.cassandra.input.split.sizeInMB": "16",
         "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "8"),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
     }
-    if settings.local_dc:
-        conf["spark.cassandra.connection.localDC"] = settings.local_dc
-    if settings.username:
-        conf["spark.cassandra.auth.username"] = settings.username
-    if settings.tls_truststore:
-        conf["spark.cassandra.connection.ssl.enabled"] = "true"
-        conf["spark.cassandra.connection.ssl.trustStore.path"] = settings.tls_truststore
-        conf["spark.cassandra.connection.ssl.trustStore.type"] = "PKCS12"
-    return conf
-
-
-def connector_secrets(settings: CassandraSettings) -> dict[str, str]:
-    """The connector settings that are secrets: set inside the Spark driver from the environment, never passed on
-    a command line (Spark redacts `password` keys in its UI and event logs)."""
-    secrets = {}
-    if settings.password:
-        secrets["spark.cassandra.auth.password"] = settings.password
-    if settings.tls_truststore_password:
-        secrets["spark.cassandra.connection.ssl.trustStore.password"] = settings.tls_truststore_password
-    return secrets
 
 
 def local_session(app_name: str, settings: CassandraSettings, master: str | None = None):
