@@ -7,6 +7,7 @@ import uuid
 import pytest
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 
 # Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
@@ -25,9 +26,9 @@ def pytest_unconfigure(config):
 
 TEST_NODE = LocalNode(
     home=LOCAL_DIR / "test-cassandra",
-    native_port=int(os.environ.get("JAMES_TEST_CASSANDRA_PORT", 19042)),
-    storage_port=int(os.environ.get("JAMES_TEST_CASSANDRA_STORAGE_PORT", 17000)),
-    jmx_port=int(os.environ.get("JAMES_TEST_CASSANDRA_JMX_PORT", 17199)),
+    native_port=setting("JAMES_TEST_CASSANDRA_PORT"),
+    storage_port=setting("JAMES_TEST_CASSANDRA_STORAGE_PORT"),
+    jmx_port=setting("JAMES_TEST_CASSANDRA_JMX_PORT"),
     heap="1G",
     skip_sync=True,
 )
@@ -43,7 +44,7 @@ def cassandra_node():
     started_here = TEST_NODE.pid() is None
     TEST_NODE.start()
     yield TEST_NODE
-    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+    if started_here and not setting("JAMES_TEST_KEEP_NODE"):
         TEST_NODE.stop()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from james_consistency.errors import OperatorError
 from james_consistency.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
+from james_consistency.settings import configured, setting
 
 from james_consistency_kit.processes import DetachedService, alive, port_bindable, port_open, reap
 
@@ -114,13 +115,13 @@ class LocalNode:
     @classmethod
     def from_env(cls, **overrides) -> "LocalNode":
         values = {
-            "home": Path(os.environ.get("JAMES_CASSANDRA_HOME", LOCAL_DIR / "cassandra")),
-            "native_port": int(os.environ.get("CASSANDRA_PORT", 9042)),
-            "storage_port": int(os.environ.get("JAMES_CASSANDRA_STORAGE_PORT", 7000)),
-            "jmx_port": int(os.environ.get("JAMES_CASSANDRA_JMX_PORT", 7199)),
-            "heap": os.environ.get("JAMES_CASSANDRA_HEAP", "2G"),
-            "auth": os.environ.get("JAMES_CASSANDRA_AUTH") == "1",
-            "tls": os.environ.get("JAMES_CASSANDRA_TLS") == "1",
+            "home": Path(setting("JAMES_CASSANDRA_HOME") or LOCAL_DIR / "cassandra"),
+            "native_port": setting("CASSANDRA_PORT"),
+            "storage_port": setting("JAMES_CASSANDRA_STORAGE_PORT"),
+            "jmx_port": setting("JAMES_CASSANDRA_JMX_PORT"),
+            "heap": setting("JAMES_CASSANDRA_HEAP"),
+            "auth": setting("JAMES_CASSANDRA_AUTH"),
+            "tls": setting("JAMES_CASSANDRA_TLS"),
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)
@@ -402,7 +403,7 @@ class LocalRing:
             native_port=self.native_port,
             storage_port=RING_STORAGE_PORT,
             jmx_port=RING_JMX_BASE_PORT + number,
-            heap=os.environ.get("JAMES_CASSANDRA_HEAP", self.heap),
+            heap=setting("JAMES_CASSANDRA_HEAP") if configured("JAMES_CASSANDRA_HEAP") else self.heap,
             skip_sync=True,
             address=f"127.0.0.{number}",
             seeds=("127.0.0.1",),

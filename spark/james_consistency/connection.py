@@ -1,4 +1,4 @@
-"""How the jobs reach Cassandra: `CassandraSettings` (read from the CASSANDRA_* environment variables, and given
+"""How the jobs reach Cassandra: `CassandraSettings` (read from the CASSANDRA_* settings of the catalogue, and given
 back as a job's environment), and what the Spark Cassandra Connector is told about it.
 
 The connector's `spark.cassandra.*` settings are built here only, for the CLI's spark-submit, the in-process
@@ -8,16 +8,17 @@ sessions and the Airflow operators alike: `connector_connection_conf` may go on 
 No Cassandra driver, Spark or Airflow import: the Airflow side uses this module at DAG parse time.
 """
 
-import os
 from dataclasses import dataclass, field
+
+from james_consistency.settings import default, setting
 
 
 @dataclass(frozen=True)
 class CassandraSettings:
     """How to reach Cassandra. Credentials come from the environment (or an Airflow connection), never from code."""
 
-    host: str = "127.0.0.1"
-    port: int = 9042
+    host: str = default("CASSANDRA_HOST")
+    port: int = default("CASSANDRA_PORT")
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     local_dc: str | None = None
@@ -29,15 +30,16 @@ class CassandraSettings:
 
     @classmethod
     def from_env(cls, host: str | None = None, port: int | None = None) -> "CassandraSettings":
+        """The CASSANDRA_* settings; `host` and `port` (the command line's) take precedence."""
         return cls(
-            host=host or os.environ.get("CASSANDRA_HOST", "127.0.0.1"),
-            port=int(port or os.environ.get("CASSANDRA_PORT", 9042)),
-            username=os.environ.get("CASSANDRA_USERNAME") or None,
-            password=os.environ.get("CASSANDRA_PASSWORD") or None,
-            local_dc=os.environ.get("CASSANDRA_LOCAL_DC") or None,
-            tls_ca_file=os.environ.get("CASSANDRA_TLS_CA_FILE") or None,
-            tls_truststore=os.environ.get("CASSANDRA_TLS_TRUSTSTORE") or None,
-            tls_truststore_password=os.environ.get("CASSANDRA_TLS_TRUSTSTORE_PASSWORD") or None,
+            host=host or setting("CASSANDRA_HOST"),
+            port=int(port or setting("CASSANDRA_PORT")),
+            username=setting("CASSANDRA_USERNAME"),
+            password=setting("CASSANDRA_PASSWORD"),
+            local_dc=setting("CASSANDRA_LOCAL_DC"),
+            tls_ca_file=setting("CASSANDRA_TLS_CA_FILE"),
+            tls_truststore=setting("CASSANDRA_TLS_TRUSTSTORE"),
+            tls_truststore_password=setting("CASSANDRA_TLS_TRUSTSTORE_PASSWORD"),
         )
 
     def environment(self) -> dict[str, str]:

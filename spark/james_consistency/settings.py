@@ -1,10 +1,23 @@
-"""The deployment's settings: one catalogue of every JAMES_* environment variable the project reads (its type, its
-default, what it does, who reads it), and `setting(name)` to read one, typed.
+"""The deployment's settings: one catalogue of every environment variable the project reads under its own names
+(JAMES_*, CASSANDRA_*, SPARK_*), with its type, its default, what it does and who reads it; `setting(name)` reads one,
+typed, through `parse_setting`, the one parser of each type.
 
-The DAGs, the alert channels, the jobs and the local kit read their settings through `setting`; the README's settings
-table is `render_table()` (`james-consistency settings` prints it). A setting of the DAGs can also be given as the
-Airflow Variable of the same name through the environment (AIRFLOW_VAR_<NAME>): DAG files parse without touching the
-metadata database. No Airflow import here: the jobs ship this module to Spark.
+A variable is in the catalogue when our code reads it to decide something. Not in it:
+- what we only set for a child process: PYSPARK_PYTHON, SPARK_HOME, SPARK_LOCAL_IP, GX_ANALYTICS_ENABLED, the local
+  Spark daemons' SPARK_* (kit/james_consistency_kit/spark_cluster.py), AIRFLOW__* and AIRFLOW_CONN_* handed to a
+  job or a local Airflow;
+- other tools' variables we honour as those tools do: JAVA_HOME and JAVA (the JDK's), AIRFLOW_HOME, OTEL_EXPORTER_*
+  (OpenTelemetry's), and Airflow's own `[metrics]` configuration, AIRFLOW__METRICS__* (james_consistency.metrics reads
+  it as Airflow passes it to the job: Airflow's settings, documented by Airflow);
+- what docker-compose.yaml gives the images for themselves (CASSANDRA_DC, SPARK_WORKER_MEMORY, ...).
+
+A secret (a password) has no default and its value is never shown: not by the table, not by an error.
+
+The DAGs, the alert channels, the jobs, the CLI, the local kit and the tests read their settings through `setting`;
+the documentation's settings table is `render_table()` (`james-consistency settings` prints it), one table per group.
+A setting of the DAGs can also be given as the Airflow Variable of the same name through the environment
+(AIRFLOW_VAR_<NAME>): DAG files parse without touching the metadata database. No Airflow import here: the jobs ship
+this module to Spark.
 """
 
 import os
@@ -36,16 +49,157 @@ class Setting:
     default_text: str | None = None
     # Also read as AIRFLOW_VAR_<name> (an Airflow Variable given through the environment).
     airflow_variable: bool = False
+    # A password: no default, its value never shown.
+    secret: bool = False
 
     def __post_init__(self):
         if self.type not in TYPES:
             raise ValueError(f"{self.name}: unknown type {self.type!r}, one of {', '.join(TYPES)}")
+        if self.secret and (self.type != "str" or self.default is not None):
+            raise ValueError(f"{self.name}: a secret is a str without a default")
+
+
+@dataclass(frozen=True)
+class Group:
+    """Settings read by the same part of the project: one table of the documentation."""
+
+    title: str
+    about: str
+    settings: tuple[Setting, ...]
 
 
 _DAGS = "DAGs (parse time)"
 _ALERTS = "alerts (when one is sent)"
+_TESTS = "tests"
 
-SETTINGS: tuple[Setting, ...] = (
+_CONNECTION = (
+    Setting(
+        "CASSANDRA_HOST",
+        "str",
+        "127.0.0.1",
+        "Cassandra's contact points, comma-separated (one node down is no reason to fail); `--host` overrides it.",
+        "jobs, CLI",
+    ),
+    Setting(
+        "CASSANDRA_PORT",
+        "int",
+        9042,
+        "The CQL port of the contact points (and the local node's); `--port` overrides it.",
+        "jobs, CLI, local node",
+    ),
+    Setting(
+        "CASSANDRA_USERNAME",
+        "str",
+        None,
+        "The role the jobs log in as (PasswordAuthenticator).",
+        "jobs, CLI",
+        default_text="unset: no login",
+    ),
+    Setting(
+        "CASSANDRA_PASSWORD",
+        "str",
+        None,
+        "That role's password: set inside the Spark driver, never on a command line, a `--conf` or a log line.",
+        "jobs, CLI",
+        default_text="unset",
+        secret=True,
+    ),
+    Setting(
+        "CASSANDRA_LOCAL_DC",
+        "str",
+        None,
+        "The data center the driver and the connector treat as local.",
+        "jobs, CLI",
+        default_text="unset: the driver's and the connector's own choice",
+    ),
+    Setting(
+        "CASSANDRA_TLS_CA_FILE",
+        "str",
+        None,
+        "The CA certificate (PEM) the Python driver trusts: set, the driver connects over TLS.",
+        "jobs, CLI",
+        default_text="unset: no client TLS",
+    ),
+    Setting(
+        "CASSANDRA_TLS_TRUSTSTORE",
+        "str",
+        None,
+        "The same trust as a PKCS12 truststore, for the Spark connector: set, the connector connects over TLS.",
+        "jobs, CLI",
+        default_text="unset: no client TLS",
+    ),
+    Setting(
+        "CASSANDRA_TLS_TRUSTSTORE_PASSWORD",
+        "str",
+        None,
+        "The truststore's password: like CASSANDRA_PASSWORD, by environment only.",
+        "jobs, CLI",
+        default_text="unset",
+        secret=True,
+    ),
+)
+_SPARK = (
+    Setting(
+        "SPARK_MASTER",
+        "str",
+        "local[*]",
+        "The Spark master of the CLI's jobs and sessions (`spark://host:7077`: the product zip is shipped to the "
+        "executors); Airflow's jobs take the `spark_default` connection's.",
+        "CLI",
+    ),
+    Setting(
+        "SPARK_DRIVER_MEMORY",
+        "str",
+        "2g",
+        "The Spark driver's memory (spark-submit's `--driver-memory`).",
+        "CLI",
+    ),
+    Setting(
+        "SPARK_EXECUTOR_MEMORY",
+        "str",
+        "1g",
+        "Each executor's memory on a cluster master.",
+        "CLI, DAG tasks",
+    ),
+    Setting(
+        "SPARK_PY_FILES",
+        "str",
+        None,
+        "The product zip a cluster's executors import (shipped with the job's files).",
+        "CLI, DAG tasks",
+        default_text="`<local dir>/dist/james_consistency.zip` (set-up builds it)",
+    ),
+    Setting(
+        "SPARK_EXECUTOR_PYTHON",
+        "str",
+        None,
+        "The executors' Python on a cluster master (spark.pyspark.python).",
+        "CLI, DAG tasks",
+        default_text="`<local dir>/worker-venv/bin/python` when there is one, else `python3`",
+    ),
+    Setting(
+        "SPARK_SHUFFLE_PARTITIONS",
+        "int",
+        8,
+        "spark.sql.shuffle.partitions of every job.",
+        "CLI, DAG tasks",
+    ),
+    Setting(
+        "SPARK_LOG_LEVEL",
+        "str",
+        "WARN",
+        "The Spark driver's log level (ERROR, WARN, INFO, DEBUG...).",
+        "jobs",
+    ),
+    Setting(
+        "JAMES_SPARK_FULL_JIT",
+        "bool",
+        False,
+        "1: give the Spark driver its full JIT back (a long local[*] run on a big keyspace).",
+        "CLI, DAG tasks",
+    ),
+)
+_DAG_SETTINGS = (
     Setting(
         "JAMES_KEYSPACE",
         "str",
@@ -172,6 +326,8 @@ SETTINGS: tuple[Setting, ...] = (
         _DAGS,
         airflow_variable=True,
     ),
+)
+_ALERT_SETTINGS = (
     Setting(
         "JAMES_ALERT_LOG",
         "str",
@@ -228,6 +384,8 @@ SETTINGS: tuple[Setting, ...] = (
         _ALERTS,
         default_text="unset: alerts link the local files",
     ),
+)
+_LOCAL_STATE = (
     Setting(
         "JAMES_CONSISTENCY_LOCAL_DIR",
         "str",
@@ -251,13 +409,8 @@ SETTINGS: tuple[Setting, ...] = (
         "Validation results kept per suite (the newest).",
         "jobs",
     ),
-    Setting(
-        "JAMES_SPARK_FULL_JIT",
-        "bool",
-        False,
-        "1: give the Spark driver its full JIT back (a long local[*] run on a big keyspace).",
-        "jobs",
-    ),
+)
+_LOCAL_KIT = (
     Setting(
         "JAMES_CASSANDRA_HOME",
         "str",
@@ -303,7 +456,81 @@ SETTINGS: tuple[Setting, ...] = (
         "local node",
     ),
 )
+_TEST_SUITE = (
+    Setting(
+        "JAMES_TEST_CASSANDRA_PORT",
+        "int",
+        19042,
+        "CQL port of the test session's Cassandra node.",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_TEST_CASSANDRA_STORAGE_PORT",
+        "int",
+        17000,
+        "Storage port of the test session's node.",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_TEST_CASSANDRA_JMX_PORT",
+        "int",
+        17199,
+        "JMX port of the test session's node.",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_TEST_KEEP_NODE",
+        "bool",
+        False,
+        "1: the test nodes a session started stay up for the next session (which reuses them).",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_SECURE_CASSANDRA_PORT",
+        "int",
+        29042,
+        "CQL port of the node with authentication and client TLS (tests/integration/test_security.py).",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_FAULT_CASSANDRA_PORT",
+        "int",
+        38042,
+        "CQL port of the node the node-fault tests stop and restart (tests/integration/test_node_faults.py).",
+        _TESTS,
+    ),
+)
 
+GROUPS: tuple[Group, ...] = (
+    Group(
+        "Cassandra connection",
+        "Read by the jobs and the CLI. In Airflow the operators set them in the job's environment from the "
+        "`cassandra_default` connection (login, password, extra `local_dc`, `tls_ca_file`, `tls_truststore`, "
+        "`tls_truststore_password`).",
+        _CONNECTION,
+    ),
+    Group("Spark", "How the CLI and the DAG tasks start the Spark jobs.", _SPARK),
+    Group(
+        "DAGs",
+        "Read when the DAG files are parsed or their tasks run; each can also be given as the Airflow Variable of "
+        "the same name (`AIRFLOW_VAR_<NAME>`).",
+        _DAG_SETTINGS,
+    ),
+    Group("Alerts", "Read when an alert is sent, never at DAG parse time.", _ALERT_SETTINGS),
+    Group("Local state", "Where the jobs, the CLI and the DAGs keep what they write.", _LOCAL_STATE),
+    Group(
+        "Local kit",
+        "The local Cassandra node and ring (`james-consistency cassandra`, `ring`) and docker-compose.yaml's nodes.",
+        _LOCAL_KIT,
+    ),
+    Group(
+        "Test suite",
+        "The Cassandra nodes pytest starts for itself (tests/conftest.py, and the tests needing a node of their own).",
+        _TEST_SUITE,
+    ),
+)
+
+SETTINGS: tuple[Setting, ...] = tuple(entry for group in GROUPS for entry in group.settings)
 CATALOGUE: dict[str, Setting] = {entry.name: entry for entry in SETTINGS}
 
 
@@ -329,8 +556,10 @@ def configured(name: str) -> bool:
 
 def parse_setting(name: str, text: str):
     """`text` as the type of setting `name`; an OperatorError naming the setting and the value when it does not
-    parse."""
+    parse. A secret is taken as it is: its spaces may be part of it."""
     entry = _entry(name)
+    if entry.secret:
+        return text
     text = text.strip()
     try:
         if entry.type == "int":
@@ -357,6 +586,11 @@ def setting(name: str):
     return entry.default if raw is None else parse_setting(name, raw)
 
 
+def default(name: str):
+    """The catalogue's default of setting `name`, whatever the environment says."""
+    return _entry(name).default
+
+
 def default_shown(entry: Setting) -> str:
     """The default as one would write it in the environment."""
     if entry.default is None:
@@ -371,9 +605,15 @@ def default_shown(entry: Setting) -> str:
 
 
 def render_table() -> str:
-    """The catalogue as the README's markdown table."""
-    lines = ["| Setting | Type | Default | Read by | What it does |", "|---|---|---|---|---|"]
-    for entry in SETTINGS:
-        name = f"`{entry.name}`" + (" (or `AIRFLOW_VAR_…`)" if entry.airflow_variable else "")
-        lines.append(f"| {name} | {entry.type} | {default_shown(entry)} | {entry.used_by} | {entry.description} |")
-    return "\n".join(lines) + "\n"
+    """The catalogue as the documentation's markdown tables, one per group, each under its title and what it is
+    about. A secret's row says so and shows no value."""
+    sections = []
+    for group in GROUPS:
+        lines = [f"**{group.title}.** {group.about}", "", "| Setting | Type | Default | Read by | What it does |"]
+        lines.append("|---|---|---|---|---|")
+        for entry in group.settings:
+            name = f"`{entry.name}`" + (" (or `AIRFLOW_VAR_…`)" if entry.airflow_variable else "")
+            kind = f"{entry.type}, secret" if entry.secret else entry.type
+            lines.append(f"| {name} | {kind} | {default_shown(entry)} | {entry.used_by} | {entry.description} |")
+        sections.append("\n".join(lines) + "\n")
+    return "\n".join(sections)

@@ -9,6 +9,7 @@ from pathlib import Path
 from james_consistency.connection import CassandraSettings, connector_connection_conf, connector_secrets
 from james_consistency.errors import OperatorError
 from james_consistency.paths import JARS_DIR, JOBS_DIR, LOCAL_DIR, LOG4J_CONFIG, spark_jars
+from james_consistency.settings import configured, setting
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
 # Spark's classes as the driver JVM loaded them, archived once by `build_class_archive` (scripts/setup.sh): a JVM
@@ -36,10 +37,10 @@ def cluster_shipping_conf(master: str) -> dict[str, str]:
     driver keeps this one."""
     if not is_cluster(master):
         return {}
-    zip_path = os.environ.get("SPARK_PY_FILES") or str(PRODUCT_ZIP)
-    if not os.environ.get("SPARK_PY_FILES") and not PRODUCT_ZIP.is_file():
+    zip_path = setting("SPARK_PY_FILES") or str(PRODUCT_ZIP)
+    if not configured("SPARK_PY_FILES") and not PRODUCT_ZIP.is_file():
         raise OperatorError(f"{PRODUCT_ZIP} is missing: run scripts/setup.sh (it zips the code shipped to Spark)")
-    executor_python = os.environ.get("SPARK_EXECUTOR_PYTHON") or (
+    executor_python = setting("SPARK_EXECUTOR_PYTHON") or (
         str(LOCAL_WORKER_PYTHON) if LOCAL_WORKER_PYTHON.exists() else "python3"
     )
     return {
@@ -47,7 +48,7 @@ def cluster_shipping_conf(master: str) -> dict[str, str]:
         "spark.executorEnv.PYTHONPATH": Path(zip_path).name,
         "spark.pyspark.python": executor_python,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.executor.memory": os.environ.get("SPARK_EXECUTOR_MEMORY", "1g"),
+        "spark.executor.memory": setting("SPARK_EXECUTOR_MEMORY"),
     }
 
 
@@ -66,7 +67,7 @@ def use_this_interpreter() -> None:
     os.environ.setdefault("SPARK_HOME", str(Path(importlib.util.find_spec("pyspark").origin).parent))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if os.environ.get("SPARK_MASTER", "local").startswith("local"):
+    if not is_cluster(setting("SPARK_MASTER")):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -92,7 +93,7 @@ def driver_java_options(quick_jit: bool = False) -> str:
     options = [f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
     if CLASS_ARCHIVE.is_file():
         options += [f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    if quick_jit and os.environ.get("JAMES_SPARK_FULL_JIT", "") not in ("1", "true"):
+    if quick_jit and not setting("JAMES_SPARK_FULL_JIT"):
         options.append("-XX:TieredStopAtLevel=1")
     return " ".join(options)
 
@@ -105,7 +106,7 @@ def connector_conf(settings: CassandraSettings) -> dict[str, str]:
         **connector_connection_conf(settings),
         # The default split (512 MB) would leave one core idle on small tables.
         "spark.cassandra.input.split.sizeInMB": "16",
-        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.shuffle.partitions": str(setting("SPARK_SHUFFLE_PARTITIONS")),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
     }
@@ -117,12 +118,12 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
 
     use_this_interpreter()
     require_java()
-    master = master or os.environ.get("SPARK_MASTER", "local[*]")
+    master = master or setting("SPARK_MASTER")
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)
         .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
-        .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", setting("SPARK_DRIVER_MEMORY"))
         .config("spark.driver.extraJavaOptions", driver_java_options())
     )
     for key, value in {**connector_conf(settings), **local_driver_conf(master)}.items():
@@ -130,7 +131,7 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
     for key, value in connector_secrets(settings).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    session.sparkContext.setLogLevel(setting("SPARK_LOG_LEVEL"))
     return session
 
 
@@ -141,7 +142,7 @@ def spark_submit_command(
     use_this_interpreter()
     require_java()
     spark_submit = Path(sys.executable).with_name("spark-submit")
-    master = master or os.environ.get("SPARK_MASTER", "local[*]")
+    master = master or setting("SPARK_MASTER")
     command = [
         str(spark_submit),
         "--master",
@@ -149,7 +150,7 @@ def spark_submit_command(
         "--jars",
         ",".join(str(jar) for jar in spark_jars()),
         "--driver-memory",
-        os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
+        setting("SPARK_DRIVER_MEMORY"),
         "--driver-java-options",
         driver_java_options(quick_jit=True),
     ]

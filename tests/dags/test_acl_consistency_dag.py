@@ -5,11 +5,11 @@ json, not with the project's code.
 """
 
 import json
-import os
 import time
 
 import pytest
 from james_consistency.projections.acl import is_mailbox_acl_aggregate
+from james_consistency.settings import setting
 from james_consistency_kit.faults import inject
 from support.dag_runs import report_summary, task_states
 from support.james_platform import ACL_SIZES, james_platform
@@ -193,7 +193,7 @@ def test_the_two_acl_repairs_are_independent_branches_off_peak(dagbag):
         }
     assert dag.get_task("report").trigger_rule == "all_done", "the report runs after a failed branch too"
     assert isinstance(dag.timetable, CronTriggerTimetable)
-    assert dag.timetable._expression == os.environ.get("JAMES_ACL_REPAIR_CRON", "0 3 * * *")
+    assert dag.timetable._expression == setting("JAMES_ACL_REPAIR_CRON")
     heavy = [task for task in dag.tasks if task.task_id.startswith(("check_", "repair_", "verify_"))]
     assert len(heavy) == 6 and {task.pool for task in heavy} == {"cassandra_heavy"}
     assert dag.max_active_runs == 1 and dag.catchup is False

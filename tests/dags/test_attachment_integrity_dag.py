@@ -2,10 +2,10 @@
 (real node, Spark, Great Expectations), damaged with plain CQL."""
 
 import hashlib
-import os
 import uuid
 
 import pytest
+from james_consistency.settings import setting
 from james_consistency_kit import james_harness
 from support.dag_runs import task_states
 
@@ -17,7 +17,7 @@ def test_weekly_off_peak_with_its_own_cron_variable(dagbag):
 
     dag = dagbag.get_dag(DAG_ID)
     assert isinstance(dag.timetable, CronTriggerTimetable)
-    assert dag.timetable._expression == os.environ.get("JAMES_ATTACHMENT_CHECK_CRON", "0 5 * * 0")
+    assert dag.timetable._expression == setting("JAMES_ATTACHMENT_CHECK_CRON")
     assert {task.task_id for task in dag.tasks} == {
         "check",
         "anything_to_repair",

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from james_consistency.paths import PROJECT_ROOT
+from james_consistency.settings import setting
 
 DAGS_FOLDER = str(PROJECT_ROOT / "dags")
 REPAIR_DAGS = {"message_consistency", "acl_consistency", "index_rebuild", "attachment_integrity"}  # on a cron
@@ -80,7 +81,7 @@ def test_repair_dags_follow_the_rules(dagbag):
         assert dag.max_active_runs == 1, dag_id
         assert dag.catchup is False, dag_id
         assert isinstance(dag.timetable, CronTriggerTimetable), dag_id
-        assert dag.timetable._timezone.name == os.environ.get("JAMES_REPAIR_TIMEZONE", "Europe/Paris"), dag_id
+        assert dag.timetable._timezone.name == setting("JAMES_REPAIR_TIMEZONE"), dag_id
         heavy = [task for task in dag.tasks if is_heavy(task)]
         assert heavy, dag_id
         for task in heavy:

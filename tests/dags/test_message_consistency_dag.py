@@ -2,13 +2,13 @@
 and the pieces around them: the job's command line and environment, the alert notifier."""
 
 import json
-import os
 import shutil
 import time
 from types import SimpleNamespace
 
 import pytest
 from james_consistency.schema import create_schema
+from james_consistency.settings import setting
 from support.dag_runs import announcements
 from support.messages import break_every_kind, insert, message, platform, projection, truth, write_times
 
@@ -269,7 +269,7 @@ def test_a_run_whose_window_ends_stops_well_and_the_next_run_goes_on(
     conf = {"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
 
     dag = dagbag.get_dag(DAG_ID)  # parsed with the tests' window (none: no Deadline alert in dag.test())
-    tests_window = os.environ.get("JAMES_REPAIR_WINDOW_MINUTES", "0")
+    tests_window = str(setting("JAMES_REPAIR_WINDOW_MINUTES"))
     monkeypatch.setenv("JAMES_REPAIR_WINDOW_MINUTES", "0.0001")  # read by the tasks: the window ends at once
     stopped = dag.test(run_conf=conf)
 

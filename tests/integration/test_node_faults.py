@@ -4,7 +4,6 @@ seconds. (A node lost during the scan ends the run FAILED at stage "scan", exit 
 not in the suite: the in-process Spark session's stop then hung for minutes.)"""
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import create_schema
+from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.cli import main as cli_main
 from support.messages import platform, projection, truth
@@ -21,7 +21,7 @@ from support.messages import platform, projection, truth
 FAULT_NODE = LocalNode(
     home=LOCAL_DIR / "fault-cassandra",
     # Apart from the local ring's ports (39042, 37000, 37199+), which a cluster test may have left running.
-    native_port=int(os.environ.get("JAMES_FAULT_CASSANDRA_PORT", 38042)),
+    native_port=setting("JAMES_FAULT_CASSANDRA_PORT"),
     storage_port=38000,
     jmx_port=38199,
     heap="768M",

@@ -14,11 +14,12 @@ import pytest
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 
 SECURE_NODE = LocalNode(
     home=LOCAL_DIR / "secure-cassandra",
-    native_port=int(os.environ.get("JAMES_SECURE_CASSANDRA_PORT", 29042)),
+    native_port=setting("JAMES_SECURE_CASSANDRA_PORT"),
     storage_port=27000,
     jmx_port=27199,
     heap="768M",
@@ -49,7 +50,7 @@ def secure_settings():
     yield CassandraSettings(
         host="127.0.0.1", port=SECURE_NODE.native_port, username="james_repair", password=PASSWORD, **trust
     )
-    if started_here and os.environ.get("JAMES_TEST_KEEP_NODE") != "1":
+    if started_here and not setting("JAMES_TEST_KEEP_NODE"):
         SECURE_NODE.stop()
 
 

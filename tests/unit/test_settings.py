@@ -1,26 +1,35 @@
-"""The settings catalogue: typed values, clear errors, every JAMES_* variable of the source in it, the README table."""
+"""The settings catalogue: typed values, clear errors, secrets never shown, every setting the source reads in it and
+read through it, the documentation's table."""
 
+import ast
 import io
 import re
 import tokenize
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import pytest
+from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency.settings import CATALOGUE, SETTINGS, configured, parse_setting, render_table, setting
+from james_consistency.spark_env import driver_java_options
+from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.cli import main
 
 SOURCE_FOLDERS = ("dags", "plugins", "spark", "kit")
+# The tests read settings of their own (the test nodes' ports): read through the catalogue too.
+READING_FOLDERS = (*SOURCE_FOLDERS, "tests")
 NAME = re.compile(r"JAMES_[A-Z0-9_]+")
-ENVIRONMENT_READ = re.compile(r"(environ(\.get)?\s*[(\[]|getenv\s*\()\s*[\"']JAMES_")
-# Owned by another change, listed in the catalogue: they still read their variables themselves.
-READ_DIRECTLY = {"kit/james_consistency_kit/cassandra_node.py", "spark/james_consistency/spark_env.py"}
+OUR_NAME = re.compile(r"(JAMES|CASSANDRA|SPARK)_[A-Z0-9_]+")
+CATALOGUE_READERS = ("setting", "configured", "parse_setting", "default")
+THIS_FILE = Path(__file__).resolve()
+MARKERS = ("<!-- settings:start -->\n", "<!-- settings:end -->")
 
 
-def python_sources():
-    for folder in SOURCE_FOLDERS:
-        yield from sorted((PROJECT_ROOT / folder).rglob("*.py"))
+def python_sources(folders=SOURCE_FOLDERS):
+    for folder in folders:
+        yield from sorted(path for path in (PROJECT_ROOT / folder).rglob("*.py") if "__pycache__" not in path.parts)
 
 
 def names_in_strings(path) -> set[str]:
@@ -28,6 +37,51 @@ def names_in_strings(path) -> set[str]:
     with path.open("rb") as source:
         strings = [token.string for token in tokenize.tokenize(source.readline) if token.type == tokenize.STRING]
     return {text[1:-1] for text in strings if NAME.fullmatch(text[1:-1])}
+
+
+def _literal(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_environ(node) -> bool:
+    """`os.environ`, or `environ` imported from os."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
+
+
+def direct_reads(source: str) -> list[str]:
+    """Each read of a JAMES_*, CASSANDRA_* or SPARK_* variable that bypasses the catalogue, as `line N: NAME`:
+    `os.environ.get(NAME)`, `os.getenv(NAME)`, `os.environ[NAME]` read, `NAME in os.environ`. Setting a variable for
+    a child process (`os.environ[NAME] = ...`, `setdefault`, `monkeypatch.setenv`) is no read."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = None
+        if isinstance(node, ast.Call) and node.args:
+            function = node.func
+            is_get = isinstance(function, ast.Attribute) and function.attr == "get" and _is_environ(function.value)
+            is_getenv = getattr(function, "attr", getattr(function, "id", None)) == "getenv"
+            name = _literal(node.args[0]) if is_get or is_getenv else None
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
+            name = _literal(node.slice)
+        elif isinstance(node, ast.Compare) and any(_is_environ(each) for each in node.comparators):
+            name = _literal(node.left)
+        if name and OUR_NAME.fullmatch(name):
+            found.append(f"line {node.lineno}: {name}")
+    return found
+
+
+def catalogue_reads(source: str) -> set[str]:
+    """The names a file reads through the catalogue: `setting("NAME")`, `configured("NAME")`, ..."""
+    return {
+        name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) in CATALOGUE_READERS
+        and node.args
+        and (name := _literal(node.args[0]))
+        and OUR_NAME.fullmatch(name)
+    }
 
 
 def deployment_files_names() -> set[str]:
@@ -114,24 +168,96 @@ def test_every_default_is_a_value_of_its_type():
 def test_every_james_variable_of_the_source_is_in_the_catalogue_and_every_row_is_read():
     in_source = set().union(*(names_in_strings(path) for path in python_sources()))
     deployed = deployment_files_names()
+    read = {path: catalogue_reads(path.read_text()) for path in python_sources(READING_FOLDERS)}
+    # This file reads a name outside the catalogue on purpose.
+    read_by_the_source = set().union(*(names for path, names in read.items() if path != THIS_FILE))
 
-    assert sorted((in_source | deployed) - set(CATALOGUE)) == [], "add a row to james_consistency.settings.SETTINGS"
-    assert sorted(set(CATALOGUE) - in_source) == [], "a catalogue row no code reads"
+    assert sorted((in_source | deployed | read_by_the_source) - set(CATALOGUE)) == [], "add a catalogue row"
+    assert sorted(set(CATALOGUE) - set().union(*read.values()) - in_source) == [], "a catalogue row no code reads"
     assert len(CATALOGUE) == len(SETTINGS), "a setting listed twice"
 
 
-def test_james_variables_are_read_through_the_catalogue():
-    direct = [
-        str(path.relative_to(PROJECT_ROOT))
-        for path in python_sources()
-        if path.name != "settings.py" and ENVIRONMENT_READ.search(path.read_text())
-    ]
-    assert sorted(set(direct) - READ_DIRECTLY) == []
+@pytest.mark.parametrize(
+    "source",
+    [
+        'import os\nhost = os.environ.get("CASSANDRA_HOST", "127.0.0.1")',
+        'import os\nmaster = os.getenv("SPARK_MASTER")',
+        'import os\nport = int(os.environ["JAMES_TEST_CASSANDRA_PORT"])',
+        'from os import environ\ntls = environ.get(\n    "JAMES_CASSANDRA_TLS"\n) == "1"',
+        'import os\nif "SPARK_PY_FILES" in os.environ:\n    pass',
+    ],
+)
+def test_the_source_scan_finds_a_direct_read_however_it_is_written(source):
+    assert len(direct_reads(source)) == 1
 
 
-def test_the_readme_table_is_the_rendered_catalogue():
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    table = readme.split("<!-- settings:start -->\n", 1)[1].split("<!-- settings:end -->", 1)[0]
+def test_the_source_scan_leaves_what_is_only_set_for_a_child_process():
+    source = (
+        "import os\n"
+        'os.environ["JAMES_REPAIR_WINDOW_MINUTES"] = "0"\n'
+        'os.environ.setdefault("SPARK_HOME", "/opt/spark")\n'
+        'child = {"CASSANDRA_PASSWORD": password}\n'
+        'statsd = os.environ.get("AIRFLOW__METRICS__STATSD_ON")\n'
+    )
+    assert direct_reads(source) == []
+
+
+def test_every_setting_is_read_through_the_catalogue():
+    direct = {
+        str(path.relative_to(PROJECT_ROOT)): reads
+        for path in python_sources(READING_FOLDERS)
+        if path.name != "settings.py" and (reads := direct_reads(path.read_text()))
+    }
+    assert direct == {}, "read it with james_consistency.settings.setting (and add its row)"
+
+
+def test_a_boolean_reads_the_same_everywhere(monkeypatch):
+    monkeypatch.setenv("JAMES_CASSANDRA_TLS", "true")
+    monkeypatch.setenv("JAMES_CASSANDRA_AUTH", "yes")
+    monkeypatch.setenv("JAMES_SPARK_FULL_JIT", "on")
+
+    node = LocalNode.from_env()
+    assert (node.tls, node.auth) == (True, True)
+    assert "TieredStopAtLevel" not in driver_java_options(quick_jit=True)
+
+
+def test_a_secret_is_taken_as_given_and_shown_nowhere(monkeypatch):
+    monkeypatch.setenv("CASSANDRA_USERNAME", "james")
+    monkeypatch.setenv("CASSANDRA_PASSWORD", " s3cret pass ")
+    monkeypatch.setenv("CASSANDRA_TLS_TRUSTSTORE_PASSWORD", "trust-s3cret")
+
+    settings = CassandraSettings.from_env()
+    assert (settings.password, settings.tls_truststore_password) == (" s3cret pass ", "trust-s3cret")
+    for shown in (repr(settings), render_table()):
+        assert "s3cret" not in shown
+    assert "| `CASSANDRA_PASSWORD` | str, secret | unset |" in render_table()
+
+
+def test_a_jobs_environment_reads_back_as_the_same_settings(monkeypatch):
+    given = CassandraSettings(
+        host="cassandra-1,cassandra-2",
+        port=9142,
+        username="james",
+        password="s3cret",
+        local_dc="dc1",
+        tls_ca_file="/tls/ca.pem",
+        tls_truststore="/tls/truststore.p12",
+        tls_truststore_password="trust",
+    )
+    for name in CATALOGUE:
+        if name.startswith("CASSANDRA_"):
+            monkeypatch.delenv(name, raising=False)
+    for name, value in given.environment().items():
+        monkeypatch.setenv(name, value)
+
+    assert CassandraSettings.from_env() == given
+
+
+def test_the_documented_table_is_the_rendered_catalogue():
+    pages = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"))]
+    holding = [page for page in pages if page.is_file() and MARKERS[0] in page.read_text()]
+    assert len(holding) == 1, f"one page holds the settings table between {MARKERS}: {holding}"
+    table = holding[0].read_text().split(MARKERS[0], 1)[1].split(MARKERS[1], 1)[0]
     assert table == render_table()
 
 
