@@ -5,8 +5,10 @@ import json
 import os
 import sys
 
+from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
+from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE
 
 
 def _non_negative(text: str) -> int:
@@ -274,8 +276,10 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
             "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
         )
         parser.add_argument("--recheck-delay", type=float, default=5.0, help="seconds between scan and re-check")
-        parser.add_argument("--truth-consistency", default="LOCAL_QUORUM", help="e.g. LOCAL_QUORUM or SERIAL")
-        parser.add_argument("--max-destructive-share", type=_rate, default=0.05)
+        parser.add_argument(
+            "--truth-consistency", default=DEFAULT_CONSISTENCY_LEVEL, help=f"e.g. {DEFAULT_CONSISTENCY_LEVEL} or SERIAL"
+        )
+        parser.add_argument("--max-destructive-share", type=_rate, default=DEFAULT_MAX_DESTRUCTIVE_SHARE)
         parser.add_argument("--allow-destructive", action="store_true")
     from james_consistency_kit.mailbox_cli import add_options as add_mailbox_options
 

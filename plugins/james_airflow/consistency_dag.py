@@ -25,7 +25,7 @@ from datetime import timedelta
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
-from james_consistency.consistency_levels import CONSISTENCY_LEVELS
+from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.settings import setting
 
 from james_airflow.notifiers import ConsistencyAlert, repair_window_overrun
@@ -142,7 +142,7 @@ def repair_params(target_title: str) -> dict[str, Param]:
             section="Safety",
         ),
         "truth_consistency": Param(
-            "LOCAL_QUORUM",
+            DEFAULT_CONSISTENCY_LEVEL,
             type="string",
             enum=list(CONSISTENCY_LEVELS),
             title="Re-check consistency of the truth",

@@ -4,4 +4,6 @@ A module of its own, without the Cassandra driver, so the DAG files (parsed with
 jobs; `james_consistency.cql` re-exports it.
 """
 
-CONSISTENCY_LEVELS = ("LOCAL_QUORUM", "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL")
+# What the repairs read their truth and write at unless told otherwise, and the Python driver sessions' default.
+DEFAULT_CONSISTENCY_LEVEL = "LOCAL_QUORUM"
+CONSISTENCY_LEVELS = (DEFAULT_CONSISTENCY_LEVEL, "QUORUM", "LOCAL_SERIAL", "SERIAL", "ONE", "LOCAL_ONE", "ALL")

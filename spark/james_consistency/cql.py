@@ -10,6 +10,7 @@ from cassandra.query import named_tuple_factory
 
 from james_consistency.connection import CassandraSettings as CassandraSettings  # callers import it from here
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS as CONSISTENCY_LEVELS  # one list for all
+from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.errors import NodeUnreachable, OperatorError
 
 
@@ -20,7 +21,7 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
         auth = PlainTextAuthProvider(username=settings.username, password=settings.password or "")
     profile = ExecutionProfile(
         load_balancing_policy=RoundRobinPolicy(),
-        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        consistency_level=ConsistencyLevel.name_to_value[DEFAULT_CONSISTENCY_LEVEL],
         request_timeout=60.0,
         row_factory=row_factory or named_tuple_factory,
     )

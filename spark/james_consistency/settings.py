@@ -26,6 +26,10 @@ from dataclasses import dataclass
 
 from james_consistency.errors import OperatorError
 
+# Largest share of a projection's rows a plan may delete or rewrite unless told otherwise (JAMES_MAX_DESTRUCTIVE_SHARE,
+# the trigger forms, `--max-destructive-share`).
+DEFAULT_MAX_DESTRUCTIVE_SHARE = 0.05
+
 TYPES = ("str", "int", "float", "bool", "cron", "list")
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 # Five cron fields (minute hour day month weekday), or one of cron's @ shorthands.
@@ -304,7 +308,7 @@ _DAG_SETTINGS = (
     Setting(
         "JAMES_MAX_DESTRUCTIVE_SHARE",
         "float",
-        0.05,
+        DEFAULT_MAX_DESTRUCTIVE_SHARE,
         "Largest share of a projection's rows a plan may delete or rewrite (the trigger forms' default, what "
         "scheduled runs use).",
         _DAGS,
