@@ -1,0 +1,83 @@
+"""The benched keyspace: seeded once per size (and reused), broken again before each phase that repairs it."""
+
+import json
+import time
+
+from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.paths import LOCAL_DIR
+
+from james_consistency_kit import james_harness
+
+# The James release the bench compares with; when its harness is built, it creates the bench keyspace.
+JAMES_VERSION = "3.8.1"
+
+BROKEN_KINDS = ("projection-missing", "projection-stale-flags", "projection-orphan")
+
+# The faults that break each projection other than messageIdTable (the bench of `messages` has its own).
+TARGET_FAULTS = {
+    "acl": ("acl-user-missing", "acl-user-wrong-rights", "acl-user-extra"),
+    "aclv2": ("aclv2-missing", "aclv2-wrong"),
+    "deleted": ("deleted-missing", "deleted-stale"),
+    "unseen": ("unseen-missing", "unseen-stale"),
+    "recent": ("recent-missing", "recent-stale"),
+    "flags": ("applicable-flag-missing",),
+    "counters": ("counters-wrong",),
+    "quotas": ("quota-wrong",),
+}
+
+
+def bench_keyspace(messages: int, prefix: str = "bench_james") -> str:
+    return f"{prefix}_{messages}"
+
+
+def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages: int, rate: float, seed: int) -> dict:
+    """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them."""
+    marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
+    seeded = json.loads(marker.read_text()) if _exists(settings, keyspace) and marker.exists() else None
+    if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
+        seeded = _seed(spark, settings, keyspace, messages, seed)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps(seeded, default=str))
+    # A keyspace reused from an earlier bench was repaired since: break other rows than last time.
+    kinds = BROKEN_KINDS if rate > 0 else ()
+    broken = break_kinds(settings, keyspace, kinds, rate / len(BROKEN_KINDS), seed + int(time.time()))
+    return {"seeded": seeded, "broken": broken}
+
+
+def break_kinds(settings: CassandraSettings, keyspace: str, kinds, rate: float, seed: int) -> dict[str, int]:
+    """Break `rate` of the rows of each kind; how many each broke."""
+    from james_consistency_kit.faults import inject
+
+    return {
+        kind: inject(settings, keyspace=keyspace, kind=kind, rate=rate, random_seed=seed, manifest_path=None)["count"]
+        for kind in kinds
+    }
+
+
+def _exists(settings: CassandraSettings, keyspace: str) -> bool:
+    session = connect(settings)
+    try:
+        query = "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s"
+        return session.execute(query, (keyspace,)).one() is not None
+    finally:
+        close(session)
+
+
+def _seed(spark, settings: CassandraSettings, keyspace: str, messages: int, seed: int) -> dict:
+    from james_consistency_kit.seed import seed_platform
+
+    if james_harness.is_built(JAMES_VERSION):
+        # James's DAOs are wired on its whole schema (currentQuota, ...): let James create the keyspace.
+        james_harness.run(JAMES_VERSION, "schema", ["--keyspace", keyspace], settings)
+    mailboxes_per_user = 10
+    messages_per_mailbox = 1000 if messages >= 100_000 else 100 if messages >= 1000 else max(1, messages // 10)
+    seeded = seed_platform(
+        settings,
+        keyspace=keyspace,
+        users=max(1, messages // (mailboxes_per_user * messages_per_mailbox)),
+        mailboxes_per_user=mailboxes_per_user,
+        messages_per_mailbox=messages_per_mailbox,
+        random_seed=seed,
+        spark=spark,
+    )
+    return {**seeded, "requested": messages}
