@@ -10,12 +10,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-wanted="$( (cat requirements.txt pyproject.toml; ls -d spark/*/ plugins/*/ kit/*/) | sha256sum | cut -d' ' -f1)"
+wanted="$( (cat requirements.txt pyproject.toml kit/pyproject.toml; ls -d spark/*/ plugins/*/ kit/*/) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing the pinned Python packages"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"
   .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.txt
-  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
+  # The product and its Airflow side (pyproject.toml), and the local kit (kit/pyproject.toml), both editable.
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e . -e ./kit
   echo "$wanted" > .venv/.installed
 fi
 # uv installs without bytecode, and where PYTHONDONTWRITEBYTECODE is set (this machine's shells, some CI images)
@@ -36,14 +37,16 @@ if [ ! -f .local/jars/spark/spark-cassandra-connector_2.12-3.5.1.jar ]; then
   echo "setup: resolving the Spark Cassandra Connector 3.5.1 from Maven Central"
   mvn --batch-mode --quiet package -f jars/spark/pom.xml
 fi
-# The JVM side of the product (spark/jvm: the token-range scan), compiled against pip's Spark and the connector, and
-# shipped with the connector's jars (.local/jars/spark) to every Spark job.
-jvm_jar=.local/jars/spark/james-consistency-jvm.jar
-if [ ! -f "$jvm_jar" ] || [ -n "$(find spark/jvm -name '*.java' -newer "$jvm_jar")" ]; then
-  echo "setup: compiling spark/jvm into $jvm_jar"
+# The JVM side of the product (the token-range scan), compiled against pip's Spark and the connector into the
+# package, beside its sources: package data like the suites, shipped after the connector's jars to every Spark job.
+jvm=spark/james_consistency/jvm
+jvm_jar="$jvm/james-consistency-jvm.jar"
+rm -f .local/jars/spark/james-consistency-jvm.jar  # where set-up compiled it before 0.2.0
+if [ ! -f "$jvm_jar" ] || [ -n "$(find "$jvm" -name '*.java' -newer "$jvm_jar")" ]; then
+  echo "setup: compiling $jvm/*.java into $jvm_jar"
   pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
   classes="$(mktemp -d)"
-  javac --release 11 -nowarn -d "$classes" -cp "$pyspark_jars/*:.local/jars/spark/*" spark/jvm/*.java
+  javac --release 11 -nowarn -d "$classes" -cp "$pyspark_jars/*:.local/jars/spark/*" "$jvm"/*.java
   jar cf "$jvm_jar" -C "$classes" .
   rm -rf "$classes"
   rm -f .local/jars/spark-driver-classes.stamp  # the class archive holds the jar's former classes
@@ -51,11 +54,9 @@ fi
 # The Spark driver's class archive (spark_env.ensure_class_archive): every spark-submit job starts ~2 s sooner.
 .venv/bin/python -m james_consistency.spark_env
 
-# What a Spark cluster's executors get: the product package spark/james_consistency zipped (the kit, kit/, stays on
-# this machine), shipped by every job submitted to a spark:// master, and a Python with pyspark and the third-party
-# packages only (no project), the local standalone cluster's workers' (`james-consistency spark start`). Versions
-# pinned from .venv.
-.venv/bin/python -m james_consistency_kit.spark_cluster >/dev/null
+# What a Spark cluster's executors get besides the product zip (built from the installed package when a job is
+# submitted): a Python with pyspark and the third-party packages only (no project), the local standalone cluster's
+# workers' (`james-consistency spark start`). Versions pinned from .venv.
 worker_packages="$(.venv/bin/python -m pip freeze --disable-pip-version-check 2>/dev/null |
   grep -iE '^(pyspark|py4j|cassandra-driver|geomet|click|six)==' | sort)"
 if [ "$(cat .local/worker-venv/.installed 2>/dev/null || true)" != "$worker_packages" ]; then

@@ -490,9 +490,10 @@ def _job(args) -> int:
 
     from james_consistency.engine.run import resolve_target
     from james_consistency.errors import NotApplicable
+    from james_consistency.package_data import entry_point
     from james_consistency.paths import REPORTS_DIR
     from james_consistency.schema import validate_keyspace_name
-    from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+    from james_consistency.spark_env import spark_submit_command
 
     if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
         from james_consistency_kit.mailbox_cli import run as run_mailboxes
@@ -535,7 +536,7 @@ def _job(args) -> int:
         ]
         if args.allow_destructive:
             arguments.append("--allow-destructive")
-    command = spark_submit_command(JOBS_DIR / "reconcile.py", arguments, settings)
+    command = spark_submit_command(entry_point("reconcile.py"), arguments, settings)
     return subprocess.run(command, check=False).returncode
 
 

@@ -53,9 +53,10 @@ def job_arguments(args, keyspace: str, report: str) -> list[str]:
 def run(args, settings: CassandraSettings) -> int:
     """Check the confirmation and the keyspace in seconds, then run the Spark job as the DAG does."""
     from james_consistency.mailboxes.job import resolve
+    from james_consistency.package_data import entry_point
     from james_consistency.paths import REPORTS_DIR
     from james_consistency.schema import validate_keyspace_name
-    from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+    from james_consistency.spark_env import spark_submit_command
 
     if args.mode == "repair" and getattr(args, "offline_confirmation", None) != CONFIRMATION:
         raise OperatorError(
@@ -66,5 +67,5 @@ def run(args, settings: CassandraSettings) -> int:
     resolve(settings, keyspace)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     report = args.report or str(REPORTS_DIR / f"mailboxes-{args.mode}-{stamp}.json")
-    command = spark_submit_command(JOBS_DIR / "mailboxes.py", job_arguments(args, keyspace, report), settings)
+    command = spark_submit_command(entry_point("mailboxes.py"), job_arguments(args, keyspace, report), settings)
     return subprocess.run(command, check=False).returncode

@@ -1,21 +1,19 @@
 """A local Spark standalone cluster (local kit): a master and two workers from pyspark's own jars, on loopback.
 
 `james-consistency spark start|stop|status`. The workers run the Python of .local/worker-venv (pyspark and the
-third-party packages, not this project), so a job only works there when it ships its own code (--py-files, the
-zip `build_product_zip` writes at set-up). State (pid files, logs, work folders) in .local/spark-cluster.
+third-party packages, not this project), so a job only works there when it ships its own code (the zip of the
+installed package, `james_consistency.product_zip`). State (pid files, logs, work folders) in .local/spark-cluster.
 """
 
 import importlib.util
 import os
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import james_consistency
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
-from james_consistency.spark_env import LOCAL_WORKER_PYTHON, PRODUCT_ZIP, require_java
+from james_consistency.spark_env import LOCAL_WORKER_PYTHON, require_java
 
 from james_consistency_kit.processes import DetachedService, wait_for_port
 
@@ -29,24 +27,6 @@ WORKERS = 2
 WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 DAEMON_MEMORY = "256m"  # the master's and workers' own JVMs
-
-# The product package (spark/james_consistency), whatever this kit module's own location: its whole code is what a
-# cluster's executors import (engine/, projections/, mailboxes/, cql, errors, gates, schema, spark_env, ...).
-PACKAGE_DIR = Path(james_consistency.__file__).resolve().parent
-
-
-def build_product_zip(target: Path = PRODUCT_ZIP) -> Path:
-    """Zip the product package (every .py of james_consistency) for --py-files; written aside, then renamed."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(PACKAGE_DIR.rglob("*.py")):
-            relative = path.relative_to(PACKAGE_DIR)
-            if "__pycache__" in relative.parts:
-                continue
-            archive.write(path, str(Path("james_consistency") / relative))
-    os.replace(partial, target)
-    return target
 
 
 @dataclass(frozen=True)
@@ -173,7 +153,3 @@ def status() -> dict:
             {"name": each.name, "pid": each.pid(), "ui": f"http://{MASTER_HOST}:{each.ui_port}"} for each in daemons()
         ],
     }
-
-
-if __name__ == "__main__":
-    print(build_product_zip())

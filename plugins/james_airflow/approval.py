@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import BaseNotifier, Param
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.paths import JOBS_DIR
+from james_consistency.package_data import entry_point
 
 from james_airflow.notifiers import airflow_base_url, run_url, send_alert
 from james_airflow.operators import ConsistencyJobOperator
@@ -56,7 +56,7 @@ class MailboxJobOperator(ConsistencyJobOperator):
         # The parent builds the reconcile job's arguments from `mode`; "check" needs only the keyspace of the form.
         super().__init__(target="mailboxes", mode="check", **kwargs)
         self.job_mode = mode
-        self.application = str(JOBS_DIR / "mailboxes.py")
+        self.application = str(entry_point("mailboxes.py"))
         self.name = f"james-mailboxes-{mode}"
 
     def execute(self, context):

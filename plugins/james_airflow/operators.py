@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from james_consistency.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
-from james_consistency.paths import JOBS_DIR
+from james_consistency.package_data import entry_point
 from james_consistency.settings import setting
 
 from james_airflow.connections import cassandra_environment
@@ -87,7 +87,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         cassandra_conn_id: str = "cassandra_default",
         **kwargs,
     ):
-        super().__init__(application=str(JOBS_DIR / "reconcile.py"), name=f"james-{target}-{mode}", **kwargs)
+        super().__init__(application=str(entry_point("reconcile.py")), name=f"james-{target}-{mode}", **kwargs)
         self.target = target
         self.mode = mode
         self.scan_step = scan_step

@@ -1,9 +1,9 @@
 """Great Expectations gates on Spark DataFrames.
 
-Suites live as reviewable JSON in the repository's `expectations/` folder and are loaded into a file context under
-the git-ignored `.local/gx` (or JAMES_GX_ROOT) on each run; validation results (JSON) and Data Docs (HTML) are kept
-there, under `gx/uncommitted/`, where an operator finds them: the newest JAMES_GX_RESULTS_KEPT (default 30) of each
-suite.
+Suites live as reviewable JSON in the package's `expectations/` folder (package data) and are loaded into a file
+context under the git-ignored `.local/gx` (or JAMES_GX_ROOT) on each run; validation results (JSON) and Data Docs
+(HTML) are kept there, under `gx/uncommitted/`, where an operator finds them: the newest JAMES_GX_RESULTS_KEPT
+(default 30) of each suite.
 """
 
 import json
@@ -12,10 +12,9 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.package_data import suite_path
+from james_consistency.paths import LOCAL_DIR
 from james_consistency.settings import setting
-
-SUITES_DIR = PROJECT_ROOT / "expectations"
 
 
 def gx_root() -> Path:
@@ -79,7 +78,7 @@ def _context():
 def load_suite(name: str):
     import great_expectations as gx
 
-    path = SUITES_DIR / f"{name}.json"
+    path = suite_path(name)
     document = json.loads(path.read_text())
     document.pop("id", None)
     return gx.ExpectationSuite(**document)

@@ -171,7 +171,7 @@ _SPARK = (
         None,
         "The product zip a cluster's executors import (shipped with the job's files).",
         "CLI, DAG tasks",
-        default_text="`<local dir>/dist/james_consistency.zip` (set-up builds it)",
+        default_text="a zip of the installed package, built at submit time into `<local dir>/dist/`",
     ),
     Setting(
         "SPARK_EXECUTOR_PYTHON",
@@ -394,9 +394,9 @@ _LOCAL_STATE = (
         "JAMES_CONSISTENCY_LOCAL_DIR",
         "str",
         None,
-        "The local, git-ignored state: jars, node data, Airflow home, reports, alerts, GX results.",
+        "The local state: connector jars, node data, Airflow home, reports, alerts, GX results, the product zip.",
         "jobs, CLI, DAGs",
-        default_text="`.local` in the project",
+        default_text="`.local` in a checkout; installed: `~/.local/share/james-consistency` (XDG_DATA_HOME)",
     ),
     Setting(
         "JAMES_GX_ROOT",

@@ -8,15 +8,14 @@ from pathlib import Path
 
 from james_consistency.connection import CassandraSettings, connector_connection_conf, connector_secrets
 from james_consistency.errors import OperatorError
-from james_consistency.paths import JARS_DIR, JOBS_DIR, LOCAL_DIR, LOG4J_CONFIG, spark_jars
+from james_consistency.package_data import entry_point, log4j_config, require_package_data
+from james_consistency.paths import JARS_DIR, LOCAL_DIR, spark_jars
 from james_consistency.settings import configured, setting
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
 # Spark's classes as the driver JVM loaded them, archived once by `build_class_archive` (scripts/setup.sh): a JVM
 # mapping the archive starts Spark about 2 s sooner. A JVM that cannot use it (another JDK or Spark) ignores it.
 CLASS_ARCHIVE = JARS_DIR / "spark-driver-classes.jsa"
-# The product code (engine, projections, ...) as scripts/setup.sh zips it: what a cluster's executors import.
-PRODUCT_ZIP = LOCAL_DIR / "dist" / "james_consistency.zip"
 # The executors' Python on the local standalone cluster: pyspark and the third-party packages, not this project.
 LOCAL_WORKER_PYTHON = LOCAL_DIR / "worker-venv" / "bin" / "python"
 
@@ -29,17 +28,18 @@ def is_cluster(master: str) -> bool:
 def cluster_shipping_conf(master: str) -> dict[str, str]:
     """What a job submitted to a cluster master needs beyond local[*]; empty for local masters.
 
-    The product zip (SPARK_PY_FILES overrides its path) goes to every executor with the job's files and on the
-    executors' PYTHONPATH (relative: an executor fetches it into its working folder). Not `--py-files`: that also puts
-    the zip first on the DRIVER's path, and the driver (which has the project installed) would then resolve its
-    project folder (expectations, jobs, .local) inside the zip. The executors' Python is spark.pyspark.python
+    The product zip, built from the installed package at submit time (`product_zip`; SPARK_PY_FILES names another),
+    goes to every executor with the job's files and on the executors' PYTHONPATH (relative: an executor fetches it
+    into its working folder). Not `--py-files`: that also puts the zip first on the DRIVER's path, and the driver
+    (which has the package installed) would then look for its package data (entry points, suites) inside the zip.
+    The executors' Python is spark.pyspark.python
     (SPARK_EXECUTOR_PYTHON, else the local worker venv when there is one, else the executors' `python3`); the
     driver keeps this one."""
     if not is_cluster(master):
         return {}
-    zip_path = setting("SPARK_PY_FILES") or str(PRODUCT_ZIP)
-    if not configured("SPARK_PY_FILES") and not PRODUCT_ZIP.is_file():
-        raise OperatorError(f"{PRODUCT_ZIP} is missing: run scripts/setup.sh (it zips the code shipped to Spark)")
+    from james_consistency.product_zip import product_zip
+
+    zip_path = setting("SPARK_PY_FILES") if configured("SPARK_PY_FILES") else str(product_zip())
     executor_python = setting("SPARK_EXECUTOR_PYTHON") or (
         str(LOCAL_WORKER_PYTHON) if LOCAL_WORKER_PYTHON.exists() else "python3"
     )
@@ -90,7 +90,7 @@ def driver_java_options(quick_jit: bool = False) -> str:
     """The driver JVM's options: Spark's log configuration and, when built, the class archive. `quick_jit` (the
     spark-submit jobs) keeps the JVM to its quick compiler: a short job spends seconds of its 2 cores compiling with
     C2 code it runs once. JAMES_SPARK_FULL_JIT=1 gives C2 back (a long local[*] run on a big keyspace)."""
-    options = [f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
+    options = [f"-Dlog4j2.configurationFile=file:{log4j_config()}"]
     if CLASS_ARCHIVE.is_file():
         options += [f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
     if quick_jit and not setting("JAMES_SPARK_FULL_JIT"):
@@ -141,6 +141,7 @@ def spark_submit_command(
     """The spark-submit command line of the virtualenv's Spark, with the connector jars shipped by --jars."""
     use_this_interpreter()
     require_java()
+    require_package_data()
     spark_submit = Path(sys.executable).with_name("spark-submit")
     master = master or setting("SPARK_MASTER")
     command = [
@@ -172,13 +173,14 @@ def refresh_connector_schema(spark) -> None:
 
 
 def _class_archive_stamp() -> str:
-    """What the archive is only good for: this JDK and this Spark."""
+    """What the archive is only good for: this JDK, this Spark and these jars (where they are: the JVM checks the
+    class path the archive was made with)."""
     import subprocess
 
     from pyspark.version import __version__ as spark_version
 
     java = subprocess.run([require_java(), "-version"], capture_output=True, text=True, check=True)
-    jars = " ".join(sorted(jar.name for jar in spark_jars()))
+    jars = " ".join(sorted(str(jar) for jar in spark_jars()))
     return f"{java.stderr.splitlines()[0]}; spark {spark_version}; {jars}\n"
 
 
@@ -204,7 +206,7 @@ def build_class_archive() -> Path:
     use_this_interpreter()
     partial = CLASS_ARCHIVE.with_name(f"{CLASS_ARCHIVE.name}.{os.getpid()}.partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
-    options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"
+    options = f"-Dlog4j2.configurationFile=file:{log4j_config()} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off"
     command = [
         str(Path(sys.executable).with_name("spark-submit")),
         "--master",
@@ -219,7 +221,7 @@ def build_class_archive() -> Path:
         "spark.cassandra.connection.port=1",  # nothing listens: the connector loads its classes, then gives up
         "--conf",
         "spark.cassandra.connection.timeoutMS=500",
-        str(JOBS_DIR / "class_archive_warm_up.py"),
+        str(entry_point("class_archive_warm_up.py")),
     ]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     os.replace(partial, CLASS_ARCHIVE)

@@ -222,7 +222,7 @@ def test_a_dag_run_through_airflow_repairs_the_ring_on_the_cluster(
     ring, spark_standalone, ring_cql, ring_keyspace, monkeypatch
 ):
     from airflow.dag_processing.dagbag import DagBag
-    from james_consistency.paths import PROJECT_ROOT
+    from james_airflow.bundle import DAGS_FOLDER
     from support.dag_runs import report_summary, task_states
 
     broken = break_projection(ring, ring_keyspace, 0.05, 6)
@@ -232,7 +232,7 @@ def test_a_dag_run_through_airflow_repairs_the_ring_on_the_cluster(
         "AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": f"spark://{host}", "port": int(port)})
     )
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-    dag = DagBag(str(PROJECT_ROOT / "dags")).get_dag("message_consistency")
+    dag = DagBag(str(DAGS_FOLDER)).get_dag("message_consistency")
 
     started = time.perf_counter()
     run = dag.test(run_conf={"keyspace": ring_keyspace, "recheck_delay_seconds": 1, "max_destructive_share": 0.5})

@@ -26,13 +26,13 @@ def dagbag():
     second dag.test() of the same object would start from the first run's form values (a dry run would stay a dry
     run). Deployed tasks do not share objects: each runs in a fresh process."""
     from airflow.dag_processing.dagbag import DagBag
-    from james_consistency.paths import PROJECT_ROOT
+    from james_airflow.bundle import DAGS_FOLDER
 
     class FreshDagBag(DagBag):
         def get_dag(self, dag_id, *args, **kwargs):
-            return DagBag(str(PROJECT_ROOT / "dags")).get_dag(dag_id)
+            return DagBag(str(DAGS_FOLDER)).get_dag(dag_id)
 
-    return FreshDagBag(str(PROJECT_ROOT / "dags"))
+    return FreshDagBag(str(DAGS_FOLDER))
 
 
 @pytest.fixture

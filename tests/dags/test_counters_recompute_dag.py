@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from james_consistency.paths import PROJECT_ROOT
+from james_airflow.bundle import DAGS_FOLDER
 from james_consistency_kit.faults import inject
 from support.dag_runs import announcements, task_states
 from support.james_platform import james_platform
@@ -150,7 +150,7 @@ def test_counters_recompute_is_scheduled_on_the_message_repair_of_the_deployment
     # The deployment's keyspace moves the schedule and the form's default together.
     probe = (
         "from airflow.dag_processing.dagbag import DagBag\n"
-        f"dag = DagBag({str(PROJECT_ROOT / 'dags')!r}).get_dag({DAG_ID!r})\n"
+        f"dag = DagBag({str(DAGS_FOLDER)!r}).get_dag({DAG_ID!r})\n"
         "print(dag.params['keyspace'], [asset.uri for asset in dag.timetable.asset_condition.objects])\n"
     )
     result = subprocess.run(

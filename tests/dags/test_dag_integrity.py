@@ -1,14 +1,15 @@
-"""Every DAG of dags/ imports cleanly, fast, without I/O, and follows the project's rules for repair DAGs."""
+"""Every DAG of the package's DAGs folder (james_airflow/dags) imports cleanly, fast, without I/O, and follows the
+project's rules for repair DAGs."""
 
 import json
 import os
 import subprocess
 import sys
 
-from james_consistency.paths import PROJECT_ROOT
+from james_airflow.bundle import DAGS_FOLDER as PACKAGE_DAGS_FOLDER
 from james_consistency.settings import setting
 
-DAGS_FOLDER = str(PROJECT_ROOT / "dags")
+DAGS_FOLDER = str(PACKAGE_DAGS_FOLDER)
 REPAIR_DAGS = {"message_consistency", "acl_consistency", "index_rebuild", "attachment_integrity"}  # on a cron
 SCHEDULED_DAGS = REPAIR_DAGS | {"counters_recompute"}  # counters_recompute runs on the message repair's asset
 HEAVY_POOL = "cassandra_heavy"

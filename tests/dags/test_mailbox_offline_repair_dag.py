@@ -66,14 +66,14 @@ def api(tmp_path_factory):
 def mailbox_dag(monkeypatch, api, airflow_against_test_node):
     """The DAG as deployed with `anna` as the only approver (parsed after the deployment settings are set)."""
     from airflow.dag_processing.dagbag import DagBag
-    from james_consistency.paths import PROJECT_ROOT
+    from james_airflow.bundle import DAGS_FOLDER
 
     monkeypatch.setenv("JAMES_MAILBOX_APPROVERS", APPROVER)
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", api.base)
 
     def make(timeout_minutes: float = 30):
         monkeypatch.setenv("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES", str(timeout_minutes))
-        return DagBag(str(PROJECT_ROOT / "dags")).get_dag(DAG_ID)
+        return DagBag(str(DAGS_FOLDER)).get_dag(DAG_ID)
 
     return make
 

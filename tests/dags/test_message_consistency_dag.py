@@ -129,7 +129,7 @@ def test_an_unreachable_node_is_retried_then_alerts_once(monkeypatch, airflow_ag
     import socket
 
     from airflow.dag_processing.dagbag import DagBag
-    from james_consistency.paths import PROJECT_ROOT
+    from james_airflow.bundle import DAGS_FOLDER
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -137,7 +137,7 @@ def test_an_unreachable_node_is_retried_then_alerts_once(monkeypatch, airflow_ag
     monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", f"cassandra://127.0.0.1:{closed_port}")
     monkeypatch.setenv("JAMES_REPAIR_RETRIES", "1")
     monkeypatch.setenv("JAMES_REPAIR_RETRY_DELAY_SECONDS", "1")
-    dag = DagBag(str(PROJECT_ROOT / "dags")).get_dag(DAG_ID)
+    dag = DagBag(str(DAGS_FOLDER)).get_dag(DAG_ID)
 
     started = time.perf_counter()
     run = dag.test(run_conf={"keyspace": "any_keyspace"})

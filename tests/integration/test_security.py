@@ -147,8 +147,8 @@ def test_a_dag_run_on_the_secured_node_shows_the_password_nowhere(secure_setting
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
+    from james_airflow.bundle import DAGS_FOLDER
     from james_airflow.runs import run_folder
-    from james_consistency.paths import PROJECT_ROOT
     from sqlalchemy import select
 
     keyspace = "secure_dag_" + secrets.token_hex(4)
@@ -170,11 +170,7 @@ def test_a_dag_run_on_the_secured_node_shows_the_password_nowhere(secure_setting
     monkeypatch.setenv("JAMES_ALERT_LOG", str(alerts))
     capfd.readouterr()
 
-    run = (
-        DagBag(str(PROJECT_ROOT / "dags"))
-        .get_dag("message_consistency")
-        .test(run_conf={"keyspace": keyspace, "dry_run": True})
-    )
+    run = DagBag(str(DAGS_FOLDER)).get_dag("message_consistency").test(run_conf={"keyspace": keyspace, "dry_run": True})
 
     task_log = "".join(capfd.readouterr())
     session = connect(secure_settings, keyspace)

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pyspark
 from james_consistency.paths import spark_jars
-from james_consistency.spark_env import JOBS_DIR, spark_submit_command
+from james_consistency.spark_env import spark_submit_command
+
+COPY_TABLE = Path(__file__).resolve().parents[1] / "support" / "copy_table.py"
 
 
 def test_pyspark_reports_the_version_of_its_spark_jars():
@@ -32,11 +34,11 @@ def test_submitted_job_reads_and_writes_through_the_connector(cql, cassandra_set
     for i in range(50):
         cql.execute(f"INSERT INTO {keyspace}.source (id, tags, note) VALUES (%s, %s, %s)", (i, {f"t{i % 3}"}, f"n{i}"))
 
-    command = spark_submit_command(JOBS_DIR / "copy_table.py", [keyspace, "source", "target"], cassandra_settings)
+    command = spark_submit_command(COPY_TABLE, [keyspace, "source", "target"], cassandra_settings)
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"copied 50 rows from {keyspace}.source to {keyspace}.target" in result.stdout
     copied = {row.id: (set(row.tags), row.note) for row in cql.execute(f"SELECT * FROM {keyspace}.target")}
     assert copied == {i: ({f"t{i % 3}"}, f"n{i}") for i in range(50)}
-    assert " INFO " not in result.stderr, "Spark's INFO logs are silenced by spark/conf/log4j2.properties"
+    assert " INFO " not in result.stderr, "Spark's INFO logs are silenced by the package's conf/log4j2.properties"

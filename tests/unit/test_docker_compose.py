@@ -1,14 +1,15 @@
 """docker-compose.yaml describes a real multi-node deployment with the shape `make cluster-test` proves: a ring of
-three Cassandra nodes, Spark executors without this project that receive the product zip from each job, and run work
-folders on a Hadoop filesystem (HDFS) rather than on a folder the driver and the executors share. Parsed and checked
+three Cassandra nodes, Spark executors without this project that receive the product zip from each job, run work
+folders on a Hadoop filesystem (HDFS) rather than on a folder the driver and the executors share, and an Airflow
+image that installs the package from its wheel and takes its DAGs from the package's bundle. Parsed and checked
 here, and validated by the docker client's compose (`docker compose config -q`, or the standalone `docker-compose`)
 where one is installed."""
 
+import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import zipfile
 from itertools import pairwise
 from pathlib import Path
@@ -17,10 +18,10 @@ from urllib.parse import urlsplit
 import pyspark
 import pytest
 import yaml
-from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
+from james_airflow.bundle import BUNDLE_CONFIG
+from james_consistency.package_data import JVM_JAR_NAME, package_path
+from james_consistency.paths import PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency.settings import CATALOGUE
-from james_consistency.spark_env import PRODUCT_ZIP
-from james_consistency_kit.spark_cluster import build_product_zip
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
@@ -51,10 +52,30 @@ def instructions(text: str) -> list[str]:
     return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def stages(text: str) -> dict[str, list[str]]:
+    """A multi-stage Dockerfile's instructions per stage (the unnamed last stage is "final")."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for line in instructions(text):
+        if line.startswith("FROM "):
+            current = line.split(" AS ")[1] if " AS " in line else "final"
+            found[current] = []
+        elif current is not None:
+            found[current].append(line)
+    return found
+
+
+def image_environment(lines: list[str]) -> dict[str, str]:
+    """The ENV values a stage sets (`ENV A=1 B=2` form)."""
+    return dict(
+        pair.split("=", 1) for line in lines if line.startswith("ENV ") for pair in line.removeprefix("ENV ").split()
+    )
+
+
 def read_by_the_code() -> str:
     """The Python of the product and the Airflow side (what runs in the Airflow image), as one text."""
     return "\n".join(
-        path.read_text() for folder in ("spark", "plugins", "dags") for path in (PROJECT_ROOT / folder).rglob("*.py")
+        path.read_text() for folder in ("spark", "plugins") for path in (PROJECT_ROOT / folder).rglob("*.py")
     )
 
 
@@ -151,7 +172,7 @@ def test_the_driver_and_the_workers_share_no_folder():
     assert set(mounts(driver).values()) & set(mounts(worker).values()) == set()
     assert "james-runs" not in (document.get("volumes") or {})
     for name, service in services.items():
-        assert not any(target.endswith("/.local/runs") for target in mounts(service)), name
+        assert not any(target.endswith("/runs") for target in mounts(service)), name
 
 
 def test_the_work_folder_is_on_hdfs_served_by_the_namenode_of_the_file():
@@ -175,23 +196,26 @@ def test_the_work_folder_is_on_hdfs_served_by_the_namenode_of_the_file():
     assert mounts(datanode)["/data"] and "Live datanodes" in str(datanode["healthcheck"]["test"])
 
 
-def test_jobs_ship_the_product_zip_the_airflow_image_built(tmp_path):
+def test_the_airflow_image_installs_the_wheel_and_nothing_else_of_the_repository():
+    """The last stage installs `james-consistency[airflow]` from the wheel the wheel stage built (its declared
+    dependencies at the lock's versions, pip check clean), copies no file of the repository but the lock, and points
+    the package at its folder of jars, reports and GX results; the DAGs come from the bundle, the executors' zip from
+    the installed package."""
     services = compose()["services"]
-    text = dockerfile(services["airflow-scheduler"])
-    local_dir = re.search(r"\bJAMES_CONSISTENCY_LOCAL_DIR=(\S+)", "\n".join(instructions(text))).group(1)
-    zip_path = f"{local_dir}/{PRODUCT_ZIP.relative_to(LOCAL_DIR).as_posix()}"
-    built = next(line for line in instructions(text) if line.startswith("RUN") and line.endswith(zip_path))
-    code = re.search(r'python -c "([^"]+)"', built).group(1)
+    built = stages(dockerfile(services["airflow-scheduler"]))
+    final = built["final"]
 
-    assert local_dir == f"{PROJECT_HOME}/.local"
-    subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "image.zip")], cwd=PROJECT_ROOT / "spark", check=True, timeout=60
-    )
-    with (
-        zipfile.ZipFile(tmp_path / "image.zip") as image,
-        zipfile.ZipFile(build_product_zip(tmp_path / "kit.zip")) as kit,
-    ):
-        assert sorted(image.namelist()) == sorted(kit.namelist()), "the image's zip is the one set-up builds"
+    copies = [line for line in final if line.startswith("COPY")]
+    assert [line.split()[-2] for line in copies if "--from" not in line] == ["requirements.txt"]
+    assert "--from=wheel /home/airflow/dist/ /tmp/dist/" in " ".join(copies)
+    install = next(line for line in final if line.startswith("RUN pip install"))
+    assert "-c /tmp/requirements.txt" in install and '"james-consistency[airflow] @ file://' in install
+    assert "--no-deps" not in install and "pip check" in install, "the declared dependencies, consistent"
+    assert image_environment(final)["JAMES_CONSISTENCY_LOCAL_DIR"] == PROJECT_HOME
+    assert "find_spec('james_consistency_kit') is None" in final[-1] and "spark_jars()" in final[-1]
+    wheel = built["wheel"]
+    assert any(line.startswith("RUN pip wheel") and "--no-deps" in line for line in wheel)
+    assert f"/build/jvm/{JVM_JAR_NAME} /home/airflow/src/spark/james_consistency/jvm/" in " ".join(wheel)
     worker_text = dockerfile(services["spark-worker"])
     for name in AIRFLOW_SERVICES:
         executor_python = services[name]["environment"]["SPARK_EXECUTOR_PYTHON"]
@@ -199,33 +223,34 @@ def test_jobs_ship_the_product_zip_the_airflow_image_built(tmp_path):
     assert "FROM python:3.11" in worker_text, "python:3.11's interpreter is /usr/local/bin/python3"
 
 
-def test_the_airflow_image_compiles_the_products_jvm_side_into_the_jars_the_jobs_ship(tmp_path):
+def test_the_airflow_image_compiles_the_products_jvm_side_into_the_package(tmp_path):
     """The image's javac and jar commands, run here with the image's folders mapped to this machine's (pip's Spark
-    jars for the Spark image's), give the jar set-up builds, under the name the jobs ship from the jars folder."""
+    jars for the Spark image's), give the jar set-up builds, where the wheel takes it from; the connector's jars go
+    to the jars folder of the package's local dir."""
     services = compose()["services"]
-    text = dockerfile(services["airflow-scheduler"])
-    built = next(line for line in instructions(text) if line.startswith("RUN") and "javac" in line)
-    jar_name = "james-consistency-jvm.jar"
-    local_dir = re.search(r"\bJAMES_CONSISTENCY_LOCAL_DIR=(\S+)", "\n".join(instructions(text))).group(1)
-    copied = next(line for line in instructions(text) if line.startswith("COPY") and "--from=jars" in line)
-    assert copied.split()[-2:] == ["/build/.local/jars/spark/", f"{local_dir}/jars/spark/"]
-    assert f"/build/.local/jars/spark/{jar_name}" in built
-    assert (SPARK_JARS_DIR / jar_name).is_file(), "set-up builds the same jar"
+    built = stages(dockerfile(services["airflow-scheduler"]))
+    compiled = next(line for line in built["jars"] if line.startswith("RUN") and "javac" in line)
+    copied = next(line for line in built["final"] if line.startswith("COPY") and "--from=jars" in line)
+    assert copied.split()[-2:] == ["/build/.local/jars/spark/", f"{PROJECT_HOME}/jars/spark/"]
+    assert f"/build/jvm/{JVM_JAR_NAME}" in compiled
+    assert (package_path("jvm") / JVM_JAR_NAME).is_file(), "set-up builds the same jar"
 
     pyspark_jars = Path(pyspark.__file__).parent / "jars"
     (tmp_path / "jars").mkdir()
     for jar in SPARK_JARS_DIR.glob("*.jar"):
-        if jar.name != jar_name:
-            (tmp_path / "jars" / jar.name).symlink_to(jar)
+        (tmp_path / "jars" / jar.name).symlink_to(jar)
+    (tmp_path / "jvm").mkdir()
+    for source in package_path("jvm").glob("*.java"):
+        (tmp_path / "jvm" / source.name).symlink_to(source)
     command = (
-        built.removeprefix("RUN ")
+        compiled.removeprefix("RUN ")
         .replace("/build/spark-jars", str(pyspark_jars))
         .replace("/build/.local/jars/spark", str(tmp_path / "jars"))
         .replace("/build/classes", str(tmp_path / "classes"))
-        .replace("/build/spark/jvm", str(PROJECT_ROOT / "spark" / "jvm"))
+        .replace("/build/jvm", str(tmp_path / "jvm"))
     )
     subprocess.run(["bash", "-c", command], check=True, timeout=120)
-    with zipfile.ZipFile(tmp_path / "jars" / jar_name) as jar:
+    with zipfile.ZipFile(tmp_path / "jvm" / JVM_JAR_NAME) as jar:
         assert "org/james/consistency/TokenRangeScan.class" in jar.namelist()
 
 
@@ -290,16 +315,16 @@ def test_airflow_is_built_from_the_pinned_requirements_and_points_at_the_cluster
             == environment["AIRFLOW_CONN_CASSANDRA_DEFAULT"]
         )
         targets = set(mounts(services[name]))
-        assert {
-            f"{PROJECT_HOME}/dags",
-            f"{PROJECT_HOME}/plugins",
-            f"{PROJECT_HOME}/expectations",
-            f"{PROJECT_HOME}/.local/reports",
-            f"{PROJECT_HOME}/.local/gx",
-            f"{PROJECT_HOME}/.local/alerts",
+        assert targets == {
+            f"{PROJECT_HOME}/reports",
+            f"{PROJECT_HOME}/gx",
+            f"{PROJECT_HOME}/alerts",
             "/opt/airflow/logs",
-        } <= targets, name
-        assert f"{PROJECT_HOME}/spark" not in targets, f"{name}: the driver runs the code the image zipped"
+        }, f"{name}: state only; the code, the DAGs and the suites are the installed package's"
+        assert not any(volume.startswith(".") for volume in services[name]["volumes"]), name
+        environment = services[name]["environment"]
+        assert BUNDLE_CONFIG in json.loads(environment["AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST"]), name
+        assert "AIRFLOW__CORE__DAGS_FOLDER" not in environment and "AIRFLOW__CORE__PLUGINS_FOLDER" not in environment
 
 
 def test_no_password_is_written_in_the_file():

@@ -17,7 +17,7 @@ from james_consistency.spark_env import driver_java_options
 from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.cli import main
 
-SOURCE_FOLDERS = ("dags", "plugins", "spark", "kit")
+SOURCE_FOLDERS = ("plugins", "spark", "kit")
 # The tests read settings of their own (the test nodes' ports): read through the catalogue too.
 READING_FOLDERS = (*SOURCE_FOLDERS, "tests")
 NAME = re.compile(r"JAMES_[A-Z0-9_]+")

@@ -12,6 +12,7 @@ Weekly, off-peak: Sunday 05:00 by default (`JAMES_ATTACHMENT_CHECK_CRON`, timezo
 """
 
 from airflow.sdk import TriggerRule
+
 from james_airflow.consistency_dag import consistency_dag
 
 dag = consistency_dag(

@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, Param, TriggerRule
+from james_consistency.settings import setting
+
 from james_airflow.approval import (
     APPROVAL_BODY,
     APPROVE,
@@ -26,7 +28,6 @@ from james_airflow.approval import (
 )
 from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_keyspace
 from james_airflow.notifiers import ConsistencyAlert
-from james_consistency.settings import setting
 
 APPROVERS = list(setting("JAMES_MAILBOX_APPROVERS"))
 TIMEOUT = timedelta(minutes=setting("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES"))

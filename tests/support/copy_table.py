@@ -1,6 +1,6 @@
 """A minimal connector job, used to prove a spark-submit round trip: copy one Cassandra table into another.
 
-spark-submit ... spark/jobs/copy_table.py KEYSPACE SOURCE_TABLE TARGET_TABLE
+spark-submit ... tests/support/copy_table.py KEYSPACE SOURCE_TABLE TARGET_TABLE
 """
 
 import sys
