@@ -134,21 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1")
     ui.set_defaults(handler=_ui)
 
-    bench = commands.add_parser("bench", help="benchmark a repair: bare scan, dry run, repair, James 3.8.1 itself")
-    bench.add_argument("target", choices=TARGETS, help="the repair to time (messages, counters: and James's task)")
-    bench.add_argument("--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)")
-    bench.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
-    bench.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
-    bench.add_argument(
-        "--james-sample",
-        type=_non_negative,
-        default=20_000,
-        help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
-    )
-    bench.add_argument("--random-seed", type=int, default=42)
-    bench.add_argument("--output", help="JSON figures (default: .local/bench/messages-<N>.json)")
-    _add_connection_options(bench)
-    bench.set_defaults(handler=_bench)
+    _add_bench_command(commands, TARGETS)
 
     _add_james_command(commands)
 
@@ -168,6 +154,42 @@ def build_parser() -> argparse.ArgumentParser:
         _add_job_options(job, mode)
         job.set_defaults(handler=_job, mode=mode)
     return parser
+
+
+def _add_bench_command(commands, targets) -> None:
+    """`bench TARGET [options]` times a repair; `bench report [FILES]` writes docs/benchmarks.md from the results."""
+    bench = commands.add_parser(
+        "bench", help="benchmark a repair (bare scan, dry run, repair, James 3.8.1 itself), or write the bench page"
+    )
+    kinds = bench.add_subparsers(dest="bench_command", required=True)
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)"
+    )
+    options.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
+    options.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
+    options.add_argument(
+        "--james-sample",
+        type=_non_negative,
+        default=20_000,
+        help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
+    )
+    options.add_argument("--random-seed", type=int, default=42)
+    options.add_argument("--output", help="JSON figures (default: .local/bench/<target>-<N>.json)")
+    options.add_argument(
+        "--publish",
+        action="store_true",
+        help="also copy the figures into docs/benchmarks/ and rewrite docs/benchmarks.md (bench report)",
+    )
+    _add_connection_options(options)
+    for target in targets:
+        kinds.add_parser(target, parents=[options], help=f"time the {target} repair").set_defaults(
+            handler=_bench, target=target
+        )
+    report = kinds.add_parser("report", help="write docs/benchmarks.md and its figure from the bench's JSON files")
+    report.add_argument("results", nargs="*", help="result files or folders of them (default: docs/benchmarks/)")
+    report.add_argument("--page", help="the page to write (default: docs/benchmarks.md; its figure beside it)")
+    report.set_defaults(handler=_bench_report)
 
 
 def _print_settings(args) -> int:
@@ -479,8 +501,30 @@ def _bench(args) -> int:
     finally:
         spark.stop()
     print(json.dumps(figures, indent=2))
-    print(f"figures: {write_figures(figures, args.output)}")
+    written = write_figures(figures, args.output)
+    print(f"figures: {written}")
+    if args.publish:
+        from james_consistency_kit.bench.report import write_report
+        from james_consistency_kit.bench.results import publish
+
+        print(f"published: {publish(written)}")
+        _print_report(*write_report())
     return 0
+
+
+def _bench_report(args) -> int:
+    from pathlib import Path
+
+    from james_consistency_kit.bench.report import PAGE, write_report
+
+    _print_report(*write_report([Path(path) for path in args.results], Path(args.page) if args.page else PAGE))
+    return 0
+
+
+def _print_report(page, figure) -> None:
+    print(f"page: {page}")
+    if figure is not None:
+        print(f"figure: {figure}")
 
 
 def _job(args) -> int:

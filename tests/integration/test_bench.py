@@ -1,12 +1,13 @@
 """`bench messages` and `bench counters` against James 3.8.1's own tasks, at a tiny size: the figures a reader of
-the bench relies on are there, and James's report after our repair adds nothing."""
+the bench relies on are there, James's report after our repair adds nothing, and the bench page renders them."""
 
 import uuid
 
 import pytest
 from james_consistency.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
-from james_consistency_kit.bench import bench_keyspace, bench_messages, bench_projection
+from james_consistency_kit.bench import bench_keyspace, bench_messages, bench_projection, write_figures
+from james_consistency_kit.bench.report import write_report
 
 pytestmark = [
     pytest.mark.end_to_end,
@@ -24,7 +25,9 @@ def bench_prefix(cql):
         (LOCAL_DIR / "bench" / f"{keyspace}.json").unlink(missing_ok=True)
 
 
-def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra_settings, spark, bench_prefix):
+def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(
+    cassandra_settings, spark, bench_prefix, tmp_path
+):
     figures = bench_messages(
         spark,
         cassandra_settings,
@@ -68,6 +71,13 @@ def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(cassandra
     assert 0 < nightly_cpu["cassandraCpuSeconds"] <= nightly_cpu["cpuSeconds"]
     assert set(nightly["stepsCpu"]) == {"check", "repair", "verify"}
     assert figures["ratios"]["nightlyRunCpuOverBareScanCpu"] > 0
+    # The run's record, and the page made from its JSON file.
+    assert figures["date"] and figures["machine"]["cores"] == nightly_cpu["cores"]
+    page, figure = write_report([write_figures(figures, str(tmp_path / "messages.json"))], tmp_path / "benchmarks.md")
+    latest = page.read_text().split("## Latest figures")[1]
+    repair_row = next(line for line in latest.splitlines() if line.startswith("| repair |"))
+    assert f"{figures['repair']['truthRowsPerSecond']:,} truth rows/s" in repair_row
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_bench_counters_runs_james_recompute_mailbox_counters(cassandra_settings, spark, bench_prefix):

@@ -14,8 +14,9 @@ Python process's resident set; and the machine's processor time each phase took,
 nodes' share (on a machine they share with Spark, a phase that keeps every core busy cannot get faster than the work
 it does: the figures say which work that is).
 
-Modules: keyspace (seeding and breaking the benched keyspace), measure (time, processor time, heap), messages (the
-phases of `bench messages`), projection (`bench <other target>`), james (James's own tasks), results (the JSON files).
+Modules: keyspace (seeding and breaking the benched keyspace), measure (time, processor time, heap), jobs (the
+engine), messages (the phases of `bench messages`), projection (`bench <other target>`), james (James's own tasks),
+results (the JSON files and the run's record), report (`bench report`: docs/benchmarks.md from the JSON files).
 """
 
 from james_consistency_kit.bench.keyspace import TARGET_FAULTS, bench_keyspace

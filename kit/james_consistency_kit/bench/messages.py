@@ -20,6 +20,7 @@ from james_consistency_kit.bench.james import NOT_BUILT, james_message_phases
 from james_consistency_kit.bench.jobs import read_table, run_job
 from james_consistency_kit.bench.keyspace import JAMES_VERSION, bench_keyspace, prepare_keyspace
 from james_consistency_kit.bench.measure import CpuClock, Timed, driver_memory, timed
+from james_consistency_kit.bench.results import machine, run_record
 
 
 @dataclass
@@ -66,7 +67,9 @@ def bench_messages(
     james_sample: int = 20_000,
     keyspace_prefix: str = "bench_james",
 ) -> dict:
-    """Every phase, in order, on the keyspace of `messages` messages broken at `inconsistency_rate`; the figures."""
+    """Every phase, in order, on the keyspace of `messages` messages broken at `inconsistency_rate`; the figures,
+    ending with the run's record (results.py)."""
+    started_on = machine()
     bench = MessagesBench(
         spark, settings, bench_keyspace(messages, keyspace_prefix), messages, inconsistency_rate, seed
     )
@@ -80,7 +83,7 @@ def bench_messages(
     result = figures(bench)
     result["jamesSolveMessageInconsistencies"] = james = james_own_task(bench, james_sample, keyspace_prefix)
     result["ratios"].update(james_ratios(result["repair"]["truthRowsPerSecond"], james))
-    return result
+    return {**result, **run_record(started_on)}
 
 
 # ---- the phases ------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from james_consistency_kit.bench.james import james_counters_phases
 from james_consistency_kit.bench.jobs import read_table, run_job, target_spec
 from james_consistency_kit.bench.keyspace import TARGET_FAULTS, bench_keyspace, break_kinds, prepare_keyspace
 from james_consistency_kit.bench.measure import driver_memory, timed
+from james_consistency_kit.bench.results import machine, run_record
 
 
 def bench_projection(
@@ -21,6 +22,7 @@ def bench_projection(
     seed: int,
     keyspace_prefix: str = "bench_james",
 ) -> dict:
+    started_on = machine()
     keyspace = bench_keyspace(messages, keyspace_prefix)
     seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
     spec = target_spec(settings, target, keyspace)
@@ -52,6 +54,7 @@ def bench_projection(
         "target": target,
         "keyspace": keyspace,
         "messages": seeded.get("messages", messages),
+        "inconsistencyRate": rate,
         "truthRows": truth_rows,
         "projectionRows": repair.result[names.processed_projection],
         "broken": broken,
@@ -80,7 +83,7 @@ def bench_projection(
             figures["ratios"]["repairOverJamesThroughput"] = round(
                 figures["repair"]["truthRowsPerSecond"] / james["truthRowsPerSecond"], 1
             )
-    return figures
+    return {**figures, **run_record(started_on)}
 
 
 def _whole_table(spark, keyspace: str, table: str):

@@ -1,9 +1,36 @@
-"""The bench's JSON result files: written to .local/bench/ by a run."""
+"""The bench's JSON result files: written to .local/bench/ by a run, published to docs/benchmarks/ for the page.
+
+A run's figures end with its record: when it finished, the commit it ran, and the machine (cores, processor,
+memory, and its load average when the bench started: what else was running)."""
 
 import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from james_consistency.paths import LOCAL_DIR
+import psutil
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+
+PUBLISHED_DIR = PROJECT_ROOT / "docs" / "benchmarks"
+
+
+def machine() -> dict:
+    """The machine the bench runs on, and its load average (1, 5, 15 min) now."""
+    return {
+        "cores": os.cpu_count(),
+        "processor": _processor(),
+        "memoryGiB": round(psutil.virtual_memory().total / 2**30, 1),
+        "loadAverageAtStart": [round(load, 2) for load in os.getloadavg()],
+    }
+
+
+def run_record(started_on: dict) -> dict:
+    """What a run's figures end with: when it finished, the code it ran, the machine (`machine()` at its start)."""
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), **_commit(), "machine": started_on}
 
 
 def write_figures(figures: dict, path: str | None) -> Path:
@@ -12,3 +39,86 @@ def write_figures(figures: dict, path: str | None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(figures, indent=2) + "\n")
     return target
+
+
+def publish(result: Path, folder: Path = PUBLISHED_DIR) -> Path:
+    """Copy a result file into the folder the page is made from, named after its target, size and date (a later run
+    of the same size does not replace it: the page's history keeps both)."""
+    figures = read_figures(result)
+    stamp = (figures.get("date") or "undated").replace(":", "").replace("-", "")
+    target = folder / f"{figures.get('target', 'messages')}-{figures['messages']}-{stamp}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(result, target)
+    return target
+
+
+@dataclass(frozen=True)
+class BenchFile:
+    """One bench result file: its name and its figures."""
+
+    name: str
+    figures: dict
+
+    @property
+    def target(self) -> str:
+        return self.figures.get("target", "messages")
+
+    @property
+    def date(self) -> str | None:
+        return self.figures.get("date")
+
+
+def read_figures(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise OperatorError(f"cannot read the bench result {path}: {error}") from None
+
+
+def load(paths: list[Path]) -> tuple[list[BenchFile], list[dict]]:
+    """The bench result files and the history records among `paths` (files, or folders whose *.json are read):
+    a file holding {"history": [...]} is history; any other must be a bench result."""
+    files = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.glob("*.json")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise OperatorError(f"{path} is neither a bench result file nor a folder of them")
+    results, history = [], []
+    for path in files:
+        figures = read_figures(path)
+        if isinstance(figures, dict) and isinstance(figures.get("history"), list):
+            history.extend(figures["history"])
+        elif isinstance(figures, dict) and "bareScan" in figures and "messages" in figures:
+            results.append(BenchFile(path.name, figures))
+        else:
+            raise OperatorError(f"{path} is not a bench result (no bareScan figures) nor a history file")
+    return results, history
+
+
+def _processor() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _commit() -> dict:
+    """The checkout's commit, and whether files it tracks had uncommitted changes (nothing outside a checkout)."""
+
+    def git(*arguments: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *arguments], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
+        return {"commit": None}
+    return {"commit": commit, "uncommittedChanges": bool(git("status", "--porcelain", "--untracked-files=no"))}

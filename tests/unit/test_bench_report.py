@@ -1,0 +1,149 @@
+"""`bench report`: docs/benchmarks.md and its figure from the bench's JSON files: the latest run of each target as a
+table of its phases, every run in the dated history, and a real PNG."""
+
+import json
+
+import pytest
+from james_consistency.errors import OperatorError
+from james_consistency_kit.bench.report import write_report
+from james_consistency_kit.cli import main
+
+
+def _cpu(seconds: float, busy: float, cassandra: float) -> dict:
+    return {
+        "cpuSeconds": seconds,
+        "busyCores": busy,
+        "cassandraCpuSeconds": cassandra,
+        "cassandraCores": 0.5,
+        "cores": 2,
+    }
+
+
+def messages_result(date: str, bare_scan: float = 20.0) -> dict:
+    """The figures of a `bench messages` run on 100,000 messages, in the bench's own keys."""
+    return {
+        "keyspace": "bench_james_100000",
+        "messages": 100_000,
+        "inconsistencyRate": 0.01,
+        "broken": {"projection-missing": 330},
+        "found": {"missing": 330, "outdated": 331, "orphan": 339},
+        "bareScan": {"seconds": bare_scan, "rowsPerSecond": 10_000, "rowsScanned": 200_000},
+        "dryRun": {"seconds": 30.0, "truthRowsPerSecond": 3_333},
+        "repair": {"seconds": 40.0, "truthRowsPerSecond": 2_500},
+        "nightlyRun": {
+            "seconds": 50.0,
+            "truthRowsPerSecond": 2_000,
+            "ranges": 16,
+            "steps": {"check": 35.0, "repair": 9.0, "verify": 6.0},
+            "stepsCpu": {"check": _cpu(60.0, 1.7, 20.0)},
+        },
+        "dryRunInRanges": {"seconds": 32.0, "truthRowsPerSecond": 3_125, "ranges": 16},
+        "stoppedAndResumed": {"seconds": 36.0},
+        "jamesStyleReference": {"seconds": 10.0, "truthRowsPerSecond": 2_000, "processed": 20_000, "written": 200},
+        "machineCpu": {
+            "bareScan": _cpu(36.0, 1.8, 18.0),
+            "dryRun": _cpu(54.0, 1.8, 20.0),
+            "repair": _cpu(72.0, 1.8, 25.0),
+            "nightlyRun": _cpu(90.0, 1.8, 30.0),
+            "dryRunInRanges": _cpu(57.6, 1.8, 21.0),
+            "stoppedAndResumed": _cpu(64.8, 1.8, 22.0),
+        },
+        "ratios": {
+            "nightlyRunTimeOverBareScanTime": round(50.0 / bare_scan, 2),
+            "nightlyRunCpuOverBareScanCpu": 2.5,
+            "stoppedAndResumedOverUninterrupted": 1.13,
+            "repairOverJamesUnthrottledThroughput": 2.5,
+        },
+        "jamesSolveMessageInconsistencies": {
+            "unthrottled": {"seconds": 100.0, "truthRowsPerSecond": 1_000, "measuredOn": "the benched keyspace"},
+            "defaultRate": {"seconds": 400.0, "truthRowsPerSecond": 50, "measuredOn": "a sample keyspace of 20000"},
+            "jamesAfterOurRepair": {"addsNothing": True},
+        },
+        "date": date,
+        "commit": "abc1234",
+        "uncommittedChanges": False,
+        "machine": {"cores": 2, "processor": "a test processor", "memoryGiB": 24.0, "loadAverageAtStart": [0.5, 1, 2]},
+    }
+
+
+@pytest.fixture
+def published(tmp_path):
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    (folder / "messages-old.json").write_text(json.dumps(messages_result("2026-11-27T08:00Z", bare_scan=25.0)))
+    (folder / "messages-new.json").write_text(json.dumps(messages_result("2026-11-28T09:30Z")))
+    recorded = {
+        "date": "2026-11-26T07:25Z",
+        "commit": "d6da176",
+        "target": "messages",
+        "messages": 882442,
+        "bareScanSeconds": 17.1,
+        "nightlyOverBareScan": 2.23,
+        "note": "recorded by hand",
+    }
+    history = {"history": [recorded]}
+    (folder / "history.json").write_text(json.dumps(history))
+    return folder
+
+
+def _row(page: str, phase: str) -> list[str]:
+    """The cells of the first table row of `phase`."""
+    line = next(line for line in page.splitlines() if line.startswith(f"| {phase} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_the_latest_run_is_a_table_of_its_phases_against_the_bare_scan_and_james(published, tmp_path):
+    page_path = tmp_path / "benchmarks.md"
+
+    assert main(["bench", "report", str(published), "--page", str(page_path)]) == 0
+
+    page = page_path.read_text()
+    latest = page.split("## Latest figures")[1].split("## History")[0]
+    assert "`messages-new.json`, 2026-11-28 09:30 UTC, commit `abc1234`" in latest
+    assert "messages-old.json" not in latest, "only the newest run of a target is in the latest figures"
+    assert "load average when the bench started 0.50 / 1.00 / 2.00" in latest
+    # James's unthrottled task takes 100 s for these 100,000 truth rows (1,000 a second).
+    assert _row(latest, "bare scan (both tables, every column)") == [
+        "bare scan (both tables, every column)", "20.0 s", "10,000 rows/s",
+        "36.0 CPU-s (1.80 of 2; Cassandra 18.0 CPU-s)", "1.00x", "0.20x", "",
+    ]  # fmt: skip
+    assert _row(latest, "repair") == [
+        "repair", "40.0 s", "2,500 truth rows/s", "72.0 CPU-s (1.80 of 2; Cassandra 25.0 CPU-s)", "2.00x",
+        "0.40x", "1,000 found",
+    ]  # fmt: skip
+    assert _row(latest, "nightly run")[1:5] == ["50.0 s", "2,000 truth rows/s", _row(latest, "nightly run")[3], "2.50x"]
+    assert _row(latest, "↳ its check")[1] == "35.0 s"
+    assert _row(latest, "James 3.8.1's own task, unthrottled")[1:3] == ["100.0 s", "1,000 truth rows/s"]
+    assert "on a sample keyspace of 20000" in _row(latest, "James 3.8.1's own task, at its default 100 messages/s")[-1]
+
+
+def test_the_history_lists_every_run_newest_first_with_the_recorded_ones(published, tmp_path):
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    history = page_path.read_text().split("## History")[1]
+    dates = [line.split("|")[1].strip() for line in history.splitlines() if line.startswith("| 2026-")]
+    assert dates == ["2026-11-28 09:30 UTC", "2026-11-27 08:00 UTC", "2026-11-26 07:25 UTC"]
+    newest = next(line for line in history.splitlines() if "messages-new.json" in line)
+    assert "| 1.80 cores, 0.50 |" in newest, "the machine's load beside the run's figures"
+    recorded = next(line for line in history.splitlines() if "d6da176" in line)
+    assert "882,442" in recorded and "17.1 s" in recorded and "2.23x" in recorded and "recorded by hand" in recorded
+
+
+def test_the_figure_is_a_png_beside_the_page(published, tmp_path):
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    figure = tmp_path / "benchmarks" / "phases.png"
+    assert figure.stat().st_size > 10_000
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](benchmarks/phases.png)" in page_path.read_text()
+
+
+def test_a_file_that_is_no_bench_result_is_refused_by_name(published, tmp_path):
+    (published / "notes.json").write_text(json.dumps({"hello": "world"}))
+
+    with pytest.raises(OperatorError, match="notes.json is not a bench result"):
+        write_report([published], tmp_path / "benchmarks.md")
