@@ -2,20 +2,46 @@
 
 import logging
 import os
+import time
 import uuid
 
 import pytest
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 
+REPORTS_CHECKED = pytest.StashKey[tuple]()
 # Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
 os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # Airflow 3.3.2's dag.test() cannot finish a successful run of a DAG that has a Deadline alert (it looks the alerts up
 # by their serialized form instead of their id: "'dict' object has no attribute 'hex'"); the scheduler can. DAG tests
 # therefore parse the repair DAGs without their window; test_dag_integrity checks the window as deployed.
 os.environ["JAMES_REPAIR_WINDOW_MINUTES"] = "0"
+
+
+SESSION_STARTED = time.time()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every run report the session's runs wrote (jobs, DAG runs, the command line) validated against the published
+    JSON Schema: a report a reader cannot rely on fails the suite, naming the file. In-process runs are checked
+    against the same model when they finish (engine.reports.checked)."""
+    from support.reports import invalid_reports, reports_written_since
+
+    folders = [REPORTS_DIR, session.config._tmp_path_factory.getbasetemp()]
+    written = reports_written_since(SESSION_STARTED, folders)
+    problems = invalid_reports(written)
+    session.config.stash[REPORTS_CHECKED] = (len(written), problems)
+    if problems and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    checked, problems = terminalreporter.config.stash.get(REPORTS_CHECKED, (0, []))
+    terminalreporter.write_line(f"run reports validated against docs/run-report.schema.json: {checked}")
+    for problem in problems:
+        terminalreporter.write_line(f"INVALID RUN REPORT {problem}", red=True)
 
 
 def pytest_unconfigure(config):

@@ -7,7 +7,6 @@ The demo keyspace (`james_demo` by default) belongs to the demo: it is dropped a
 the summary is the same each time.
 """
 
-import json
 import os
 import time
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from datetime import datetime
 from urllib.parse import quote
 
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.engine.reports import summary_line
+from james_consistency.engine.reports import read_report, summary_line
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.schema import validate_keyspace_name
@@ -215,13 +214,7 @@ def _print_reports(dag_id: str, run_id: str) -> None:
     from james_airflow.runs import run_folder
 
     for path in sorted(run_folder(dag_id, run_id).glob("*.json")):
-        report = json.loads(path.read_text())
-        if "target" in report:
-            line = summary_line(report)
-        else:
-            found = ", ".join(f"{kind} {count}" for kind, count in report.get("inconsistencies", {}).items())
-            line = f"{report.get('mode', '')} {report.get('status', '')}: {found}"
-        print(f"     {path.stem:<24} {line}")
+        print(f"     {path.stem:<24} {summary_line(read_report(path))}")
 
 
 def _asset_triggered_run(api, dag_id: str, earlier: set[str], seconds: float = 180) -> str | None:

@@ -73,22 +73,22 @@ class MailboxJobOperator(ConsistencyJobOperator):
         return super()._get_hook()
 
 
-def something_to_repair(**context) -> bool:
+def approval_needed(**context) -> bool:
     """The gate after the diagnosis: Great Expectations' `mailbox_nothing_to_do` (run in the job) passed means the
     run ends here, successfully; otherwise the summary for the approval form is pushed (XCom `approval_summary`)."""
     report = read_report(context["dag"].dag_id, context["run_id"], CHECK)
     if report is None:
         raise RuntimeError("the diagnosis wrote no report")
-    log.info("diagnosis: %s", report.get("inconsistencies"))
-    if report.get("nothingToDo"):
+    log.info("diagnosis: %s", report.inconsistencies)
+    if report.nothingToDo:
         log.info("Great Expectations: no mailbox inconsistency, nothing to approve")
         return False
-    fixable = sum(count for kind, count in report["inconsistencies"].items() if kind not in _conflict_kinds())
+    fixable = sum(count for kind, count in report.inconsistencies.items() if kind not in _conflict_kinds())
     from james_consistency.mailboxes.report import approval_summary  # Spark-side code: imported at run time only
 
     summary = approval_summary(report)
     context["ti"].xcom_push(key="approval_summary", value=summary)
-    context["ti"].xcom_push(key="counts", value=report["inconsistencies"])
+    context["ti"].xcom_push(key="counts", value=report.inconsistencies)
     if not fixable and not context["params"].get("merge"):
         log.info("only conflicts, which the repair only reports: nothing to approve\n%s", summary)
         return False
@@ -113,12 +113,13 @@ class ApprovalRequest(BaseNotifier):
         ti = context["ti"]
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
         link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=airflow_base_url())
-        report = read_report(dag_id, run_id, CHECK) or {}
+        report = read_report(dag_id, run_id, CHECK)
+        keyspace = report.keyspace if report else None
         alert = {
             "title": f"{dag_id}: approval requested",
             "kind": "approval-request",
             "message": (
-                f"The offline mailbox repair of keyspace {report.get('keyspace')} waits for one of "
+                f"The offline mailbox repair of keyspace {keyspace} waits for one of "
                 f"{', '.join(self.approvers)}. Stop James's SMTP, IMAP and JMAP first, then approve by typing "
                 f"{CONFIRMATION}; without an answer it is rejected."
             ),
@@ -131,11 +132,11 @@ class ApprovalRequest(BaseNotifier):
             "run_url": run_url(dag_id, run_id),
             "links": [("Approve or reject in Airflow", link)],
             "report": {
-                "keyspace": report.get("keyspace"),
+                "keyspace": keyspace,
                 "target": "mailboxes",
                 "mode": "check",
-                "status": report.get("status"),
-                "inconsistencies": report.get("inconsistencies"),
+                "status": report.status if report else None,
+                "inconsistencies": report.inconsistencies if report else None,
             },
         }
         send_alert(alert, context)
@@ -193,30 +194,35 @@ Options of this run: orphan paths `{{ params.orphan_paths }}`, merge `{{ params.
 """
 
 
-def summarize(**context) -> dict:
+def summarize_offline_repair(**context) -> dict:
     """The run's outcome in one XCom: what the diagnosis found, what the approver decided, what the repair did."""
     dag_id, run_id = context["dag"].dag_id, context["run_id"]
-    diagnosis = read_report(dag_id, run_id, CHECK) or {}
+    diagnosis = read_report(dag_id, run_id, CHECK)
     repair = read_report(dag_id, run_id, "repair")
     verify = read_report(dag_id, run_id, "verify")
     answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER)
-    if diagnosis.get("nothingToDo"):
+    if diagnosis is not None and diagnosis.nothingToDo:
         decision = "nothing-to-do"
     elif answer is None:
         decision = "not-asked" if repair is None else "approved"
     else:
         decision = "approved" if approved(answer) else "rejected"
     summary = {
-        "keyspace": diagnosis.get("keyspace"),
+        "keyspace": diagnosis.keyspace if diagnosis else None,
         "decision": decision,
         "respondedBy": (answer or {}).get("responded_by_user"),
-        "found": diagnosis.get("inconsistencies"),
-        "conflictingEntries": len(diagnosis.get("conflictingEntries", [])),
+        "found": diagnosis.inconsistencies if diagnosis else None,
+        "conflictingEntries": len(diagnosis.conflictingEntries or []) if diagnosis else 0,
     }
     if repair:
-        summary["repair"] = {key: repair.get(key) for key in ("status", "fixedCount", "failedCount", "remaining")}
-        summary["repair"]["conflictingEntries"] = len(repair.get("conflictingEntries", []))
+        summary["repair"] = {
+            "status": repair.status,
+            "fixedCount": repair.fixedCount,
+            "failedCount": repair.failedCount,
+            "remaining": repair.remaining,
+            "conflictingEntries": len(repair.conflictingEntries or []),
+        }
     if verify:
-        summary["verify"] = {"status": verify.get("status"), "remainingFixable": verify.get("remainingFixable")}
+        summary["verify"] = {"status": verify.status, "remainingFixable": verify.remainingFixable}
     log.info("mailbox offline repair: %s", summary)
     return summary

@@ -26,11 +26,12 @@ from airflow.providers.standard.operators.python import PythonOperator, ShortCir
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.engine.reports import ENDED_WELL
 from james_consistency.settings import setting
 
 from james_airflow.notifiers import ConsistencyAlert, repair_window_overrun
-from james_airflow.operators import ConsistencyJobOperator
-from james_airflow.runs import inconsistencies_found, read_report
+from james_airflow.operators import ConsistencyJobOperator, nothing_decided
+from james_airflow.runs import read_report
 from james_airflow.schedules import keyspace_asset
 
 log = logging.getLogger(__name__)
@@ -152,43 +153,43 @@ def repair_params(target_title: str) -> dict[str, Param]:
     }
 
 
-def something_to_repair(check_step: str = "check", **context) -> bool:
+def repair_after_check(check_step: str = "check", **context) -> bool:
     """Continue to the repair only when the check found something and the run is not a dry run."""
     report = read_report(context["dag"].dag_id, context["run_id"], check_step)
     if report is None:
         raise RuntimeError("the check step wrote no report")
-    if report.get("status") == "WINDOW_ENDED" and not report.get("decidedByFinishedRanges"):
-        log.warning("%s: nothing is repaired tonight, the next run goes on from the journal", report["windowEnded"])
+    if nothing_decided(report):
+        log.warning("%s: nothing is repaired tonight, the next run goes on from the journal", report.windowEnded)
         return False
-    found = inconsistencies_found(report)
-    log.info("check found %d inconsistencies: %s", found, report.get("inconsistencies"))
+    log.info("check found %d inconsistencies: %s", report.found, report.inconsistencies)
     if context["params"]["dry_run"]:
         log.info("dry run: stopping before the repair")
         return False
-    return found > 0
+    return report.found > 0
 
 
-def summarize(**context) -> dict:
+# What each step's summary (the report task's XCom) shows of its report.
+SUMMARY_FIELDS = (
+    "status",
+    "inconsistencies",
+    "durationSeconds",
+    "remainingInconsistencies",
+    "windowEnded",
+    "ranges",
+    "reusedScan",
+)
+
+
+def summarize_steps(**context) -> dict:
     """Log one line per job report of this run and return a small summary (XCom)."""
     summary = {}
     for step in [task.task_id for task in context["dag"].tasks]:
         report = read_report(context["dag"].dag_id, context["run_id"], step)
         if report is None:
             continue
-        summary[step] = {
-            key: report.get(key)
-            for key in (
-                "status",
-                "inconsistencies",
-                "durationSeconds",
-                "remainingInconsistencies",
-                "windowEnded",
-                "ranges",
-                "reusedScan",
-            )
-            if key in report
-        }
-        summary[step].update({k: v for k, v in report.items() if k.startswith(("added", "updated", "removed"))})
+        written = report.as_json()
+        summary[step] = {key: written[key] for key in SUMMARY_FIELDS if key in written}
+        summary[step].update(report.fixed_counts())
         log.info("%s: %s", step, summary[step])
     return summary
 
@@ -196,7 +197,7 @@ def summarize(**context) -> dict:
 def summarize_and_announce(**context) -> dict:
     """The summary; then, unless this was a dry run, an event of the run's keyspace asset for each alias outlet (the
     task only runs when nothing failed, so the event says: this keyspace's projection matches its truth now)."""
-    summary = summarize(**context)
+    summary = summarize_steps(**context)
     keyspace = context["params"]["keyspace"]
     for alias in (outlet for outlet in context["task"].outlets if isinstance(outlet, AssetAlias)):
         if context["params"]["dry_run"]:
@@ -210,13 +211,13 @@ def summarize_and_announce(**context) -> dict:
 
 def summarize_rebuilds(**context) -> dict:
     """The summary of independent rebuilds; fails (so the run shows failed) when any of them did not complete."""
-    summary = summarize(**context)
+    summary = summarize_steps(**context)
     incomplete = sorted(
         task.task_id
         for task in context["dag"].tasks
         if task.task_id.startswith(("check_", "repair_", "verify_"))
         and task.task_id in summary
-        and summary[task.task_id].get("status") not in ("COMPLETED", "NOT_APPLICABLE", "WINDOW_ENDED")
+        and summary[task.task_id].get("status") not in ENDED_WELL
     )
     # The first job of each branch always runs: no report means it failed before writing one (bad input, no node).
     first_steps = [task.task_id for task in context["dag"].tasks if task.task_id.startswith("check_")] or [
@@ -290,7 +291,7 @@ def consistency_dag(
     ) as dag:
         check = _spark_job(task_id="check", target=target, mode="check")
         anything_to_repair = ShortCircuitOperator(
-            task_id="anything_to_repair", python_callable=something_to_repair, ignore_downstream_trigger_rules=False
+            task_id="anything_to_repair", python_callable=repair_after_check, ignore_downstream_trigger_rules=False
         )
         repair = _spark_job(task_id="repair", target=target, mode="repair", scan_step="check")
         verify = _spark_job(task_id="verify", target=target, mode="verify", scan_step="check")
@@ -350,7 +351,7 @@ def _target_branch(target: str, target_title: str) -> ConsistencyJobOperator:
     check = _spark_job(task_id=f"check_{target}", target=target, mode="check", doc_md=f"Check {target_title}")
     anything_to_repair = ShortCircuitOperator(
         task_id=f"anything_to_repair_{target}",
-        python_callable=something_to_repair,
+        python_callable=repair_after_check,
         op_kwargs={"check_step": f"check_{target}"},
         ignore_downstream_trigger_rules=False,
     )

@@ -26,6 +26,7 @@ from typing import Protocol
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
+from james_consistency.engine.reports import GateVerdict, RunReport
 from james_consistency.exit_codes import EXIT_CODE_MEANINGS
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.settings import setting
@@ -79,39 +80,41 @@ def _reason(context) -> tuple[str, int | None]:
     return text[:500], None
 
 
-def _expectation_count(gate: dict, failure: dict, report: dict) -> tuple[object, str | None]:
+def _expectation_count(gate: GateVerdict, failure: dict, report: RunReport) -> tuple[object, str | None]:
     """How many rows an expectation objects to, and of what (the gate judged figures measured on the tables)."""
     target = failure.get("target")
-    health = report.get("truthHealth") or {}
-    if gate["name"].endswith("_truth_health") and isinstance(target, str) and target in health:
+    health = report.truthHealth or {}
+    if gate.name.endswith("_truth_health") and isinstance(target, str) and target in health:
         return health[target], "truth rows"
-    if gate["name"] == "projection_matches_truth":
-        return report.get("remainingInconsistencies", failure.get("observed")), "remaining inconsistencies"
-    if gate["name"] == "plan_safety" and report.get("plan"):
-        plan = report["plan"]
+    if gate.name == "projection_matches_truth":
+        remaining = report.remainingInconsistencies
+        return (failure.get("observed") if remaining is None else remaining), "remaining inconsistencies"
+    if gate.name == "plan_safety" and report.plan is not None:
+        plan = report.plan
         return (
-            round(plan["destructiveShare"], 4),
-            f"of the projection to delete or rewrite (at most {plan['maxDestructiveShare']} allowed; "
-            f"{plan['toRewrite']} rewrites, {plan['toDelete']} deletes)",
+            round(plan.destructiveShare, 4),
+            f"of the projection to delete or rewrite (at most {plan.maxDestructiveShare} allowed; "
+            f"{plan.toRewrite} rewrites, {plan.toDelete} deletes)",
         )
     return failure.get("observed"), None
 
 
-def _failed_gate(gate: dict, report: dict) -> dict:
-    rows = gate.get("sample_rows") or []
-    if not rows and gate["name"] == "projection_matches_truth":
-        rows = report.get("remainingSample") or []
+def _failed_gate(gate: GateVerdict, report: RunReport) -> dict:
+    rows = gate.sample_rows
+    if not rows and gate.name == "projection_matches_truth":
+        rows = report.remainingSample or []
     failures = []
-    for failure in gate.get("failed_expectations", []):
+    for failure in gate.failed_expectations:
+        failure = failure if isinstance(failure, dict) else {"expectation": failure}
         count, count_of = _expectation_count(gate, failure, report)
         failures.append({**failure, "count": count, "count_of": count_of})
     return {
-        "gate": gate["name"],
-        "evaluated": gate.get("evaluated"),
+        "gate": gate.name,
+        "evaluated": gate.evaluated,
         "failed_expectations": failures,
         "sample_rows": rows[:SAMPLE_ROWS_IN_ALERT],
-        "data_docs": gate.get("data_docs"),
-        "data_docs_url": data_docs_url(gate.get("data_docs")),
+        "data_docs": gate.data_docs,
+        "data_docs_url": data_docs_url(gate.data_docs),
     }
 
 
@@ -137,20 +140,19 @@ def build_alert(context, title: str, message: str | None = None) -> dict:
     if message:
         alert["message"] = message
     if report:
-        failed_gates = [_failed_gate(gate, report) for gate in report.get("gates", []) if not gate["success"]]
-        processed = report.get("truthHealth", {}).get("truth_rows")
+        failed_gates = [_failed_gate(gate, report) for gate in report.gates if not gate.success]
         alert["report"] = {
-            "keyspace": report.get("keyspace"),
-            "target": report.get("target"),
-            "mode": report.get("mode"),
-            "status": report.get("status"),
-            "truth_rows": processed,
-            "inconsistencies": report.get("inconsistencies"),
-            "diff_measured": "expectedProjectionRows" in report,
-            "remainingInconsistencies": report.get("remainingInconsistencies"),
-            "failedCount": report.get("failedCount"),
-            "error": report.get("error"),
-            "errors": report.get("errors", [])[:5],
+            "keyspace": report.keyspace,
+            "target": report.target,
+            "mode": report.mode,
+            "status": report.status,
+            "truth_rows": (report.truthHealth or {}).get("truth_rows"),
+            "inconsistencies": report.inconsistencies,
+            "diff_measured": report.expectedProjectionRows is not None,
+            "remainingInconsistencies": report.remainingInconsistencies,
+            "failedCount": report.failedCount,
+            "error": report.error,
+            "errors": report.errors[:5],
             "failed_gates": failed_gates,
         }
         if failed_gates:

@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from james_consistency.engine.reports import RunReport, Status
 from james_consistency.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
 from james_consistency.package_data import entry_point
 from james_consistency.settings import setting
 
 from james_airflow.connections import cassandra_environment
-from james_airflow.runs import read_report, report_path, run_folder
+from james_airflow.runs import read_report, read_report_file, report_path, run_folder
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -106,9 +107,9 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
         report.parent.mkdir(parents=True, exist_ok=True)
         if self.scan_step is not None:
-            scanned = read_report(context["dag"].dag_id, context["run_id"], self.scan_step) or {}
-            if scanned.get("status") == "WINDOW_ENDED" and not scanned.get("decidedByFinishedRanges"):
-                raise AirflowSkipException(f"{self.scan_step}: {scanned.get('windowEnded')}; the next run goes on")
+            scanned = read_report(context["dag"].dag_id, context["run_id"], self.scan_step)
+            if scanned is not None and nothing_decided(scanned):
+                raise AirflowSkipException(f"{self.scan_step}: {scanned.windowEnded}; the next run goes on")
         cassandra_conf, environment = cassandra_environment(self.cassandra_conn_id)
         settings = CassandraSettings(
             host=cassandra_conf["spark.cassandra.connection.host"],
@@ -138,7 +139,8 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             return super().execute(context)
         except AirflowException as failure:
             if exit_code(failure) == EXIT_WINDOW_ENDED:
-                self.log.warning("%s; the next run goes on", (read_report_file(report) or {}).get("windowEnded"))
+                ended = read_report_file(report) if report.exists() else None
+                self.log.warning("%s; the next run goes on", ended.windowEnded if ended else "window ended")
                 return None
             if exit_code(failure) == TRANSIENT_EXIT_CODE:
                 raise  # up for retry while retries are left
@@ -169,10 +171,9 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         )
 
 
-def read_report_file(path) -> dict | None:
-    import json
-
-    return json.loads(path.read_text()) if path.exists() else None
+def nothing_decided(report: RunReport) -> bool:
+    """A run whose window ended before any range decided anything: nothing to repair or verify from its scan."""
+    return report.status == Status.WINDOW_ENDED and not report.decidedByFinishedRanges
 
 
 def metrics_environment() -> dict[str, str]:

@@ -1,9 +1,11 @@
-"""Where each DAG run keeps its job reports (one folder per run, kept for the history), and how to read them."""
+"""Where each DAG run keeps its job reports (one folder per run, kept for the history), and how to read them: through
+the run report's model (james_consistency.engine.reports.RunReport), never by bare keys."""
 
-import json
 import re
 from pathlib import Path
 
+from james_consistency.engine.reports import RunReport
+from james_consistency.engine.reports import read_report as read_report_file
 from james_consistency.paths import REPORTS_DIR
 
 AIRFLOW_REPORTS_DIR = REPORTS_DIR / "airflow"
@@ -17,10 +19,7 @@ def report_path(dag_id: str, run_id: str, step: str) -> Path:
     return run_folder(dag_id, run_id) / f"{step}.json"
 
 
-def read_report(dag_id: str, run_id: str, step: str) -> dict | None:
+def read_report(dag_id: str, run_id: str, step: str) -> RunReport | None:
+    """The report a step of a DAG run wrote; None when it wrote none (it failed before, or did not run)."""
     path = report_path(dag_id, run_id, step)
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def inconsistencies_found(report: dict) -> int:
-    return sum(report.get("inconsistencies", {}).values())
+    return read_report_file(path) if path.exists() else None

@@ -14,6 +14,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from james_consistency.engine.reports import Mode, RunReport, Status
+
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "AIRFLOW__METRICS__"
@@ -51,63 +53,52 @@ def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "t", "1", "yes", "y", "on")
 
 
-def rows_scanned(report: dict) -> dict[str, int]:
-    """Truth and projection rows read, under the projection's own report names (James's names)."""
-    if report.get("target") == "mailboxes":  # no truth: both tables are read whole
-        mailboxes, paths = report.get("processedMailboxEntries", 0), report.get("processedMailboxPathEntries", 0)
-        return {"mailbox": mailboxes, "path": paths}
-    if not report.get("generation"):
-        return {}
-    from james_consistency.projections import projection_spec
-
-    names = projection_spec(report["target"], report["generation"]).report_names
-    return {"truth": report.get(names.processed_truth, 0), "projection": report.get(names.processed_projection, 0)}
-
-
-def report_figures(report: dict) -> list[Figure]:
+def report_figures(report: RunReport) -> list[Figure]:
     """The figures of a finished report: what a dashboard plots for each run."""
-    figures = [Figure("runs", 1, COUNT, {"status": str(report.get("status", "unknown")).lower()})]
-    found = report.get("inconsistencies", {})
+    figures = [Figure("runs", 1, COUNT, {"status": str(report.status).lower()})]
+    found = report.inconsistencies
     figures += [Figure("found", count, labels={"kind": kind}) for kind, count in found.items()]
-    if report.get("target") == "mailboxes":
+    if report.mailboxTable is not None:
         figures += mailbox_repair_figures(report)
-    elif report.get("mode") == "repair" and report.get("status") != "NOT_APPLICABLE":
-        fixed = {kind: 0 for kind in found}
+    elif report.mode == Mode.REPAIR and report.status != Status.NOT_APPLICABLE:
+        fixed = dict.fromkeys(found, 0)
         settled = dict(fixed)  # fixed, or already consistent on re-check
-        for outcome in report.get("outcomes", []):
-            if outcome["action"] in FIXED_ACTIONS:
-                fixed[outcome["kind"]] = fixed.get(outcome["kind"], 0) + outcome["count"]
-            if outcome["action"] in (*FIXED_ACTIONS, "already_consistent"):
-                settled[outcome["kind"]] = settled.get(outcome["kind"], 0) + outcome["count"]
+        for outcome in report.outcomes or []:
+            if outcome.action in FIXED_ACTIONS:
+                fixed[outcome.kind] = fixed.get(outcome.kind, 0) + outcome.count
+            if outcome.action in (*FIXED_ACTIONS, "already_consistent"):
+                settled[outcome.kind] = settled.get(outcome.kind, 0) + outcome.count
         figures += [Figure("fixed", count, labels={"kind": kind}) for kind, count in fixed.items()]
         # Still inconsistent after the run: failed fixes, and whatever a failed gate stopped before any fix.
         figures += [
             Figure("remaining", max(count - settled.get(kind, 0), 0), labels={"kind": kind})
             for kind, count in found.items()
         ]
-    if report.get("mode") == "verify" and "remainingInconsistencies" in report:
-        figures.append(Figure("remaining", report["remainingInconsistencies"]))
-    ranges = report.get("ranges")
-    if isinstance(ranges, dict):  # resumable runs: token ranges done out of the total
-        figures += [Figure("ranges", ranges[state], labels={"state": state}) for state in ("done", "total")]
-    for side, rows in rows_scanned(report).items():
+    if report.mode == Mode.VERIFY and report.remainingInconsistencies is not None:
+        figures.append(Figure("remaining", report.remainingInconsistencies))
+    if report.ranges is not None:  # resumable runs: token ranges done out of the total
+        figures += [
+            Figure("ranges", report.ranges.done, labels={"state": "done"}),
+            Figure("ranges", report.ranges.total, labels={"state": "total"}),
+        ]
+    for side, rows in (report.rowsScanned or {}).items():
         figures.append(Figure("rows_scanned", rows, labels={"side": side}))
-    for gate in report.get("gates", []):
-        figures.append(Figure("gate", 1 if gate["success"] else 0, labels={"gate": gate["name"]}))
-    if "durationSeconds" in report:
-        figures.append(Figure("duration", round(report["durationSeconds"] * 1000), TIMING))
+    for gate in report.gates:
+        figures.append(Figure("gate", 1 if gate.success else 0, labels={"gate": gate.name}))
+    if report.durationSeconds is not None:
+        figures.append(Figure("duration", round(report.durationSeconds * 1000), TIMING))
     return figures
 
 
-def mailbox_repair_figures(report: dict) -> list[Figure]:
+def mailbox_repair_figures(report: RunReport) -> list[Figure]:
     """The offline mailbox repair works in passes and counts its fixes as a whole; what is left, per kind."""
-    if report.get("mode") != "repair" or "remaining" not in report:
+    if report.mode != Mode.REPAIR or report.remaining is None:
         return []
-    remaining = [Figure("remaining", count, labels={"kind": kind}) for kind, count in report["remaining"].items()]
-    return [Figure("fixed", report.get("fixedCount", 0)), *remaining]
+    remaining = [Figure("remaining", count, labels={"kind": kind}) for kind, count in report.remaining.items()]
+    return [Figure("fixed", report.fixedCount or 0), *remaining]
 
 
-def emit(report: dict, environ=os.environ) -> None:
+def emit(report: RunReport, environ=os.environ) -> None:
     """Send the report's figures to StatsD and/or OpenTelemetry as the environment's [metrics] settings say."""
     settings = {name: environ.get(ENV_PREFIX + name.upper()) for name in SETTINGS}
     if not (_flag(settings["statsd_on"]) or _flag(settings["otel_on"])):
@@ -117,7 +108,7 @@ def emit(report: dict, environ=os.environ) -> None:
     except Exception as error:  # noqa: BLE001 - metrics never fail a job
         log.warning("metrics not sent: the report's figures could not be read: %s", error)
         return
-    scope = {key: str(report.get(key, "unknown")) for key in ("keyspace", "target", "mode")}
+    scope = {"keyspace": report.keyspace, "target": report.target, "mode": str(report.mode)}
     for enabled, sender in ((settings["statsd_on"], send_statsd), (settings["otel_on"], send_otel)):
         if not _flag(enabled):
             continue

@@ -7,8 +7,9 @@ import json
 import uuid
 
 import pytest
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.projections.acl import is_mailbox_acl_aggregate
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import ACL_SIZES, james_platform
 
@@ -71,7 +72,7 @@ def test_user_mailbox_acl_is_repaired_and_unreadable_truth_is_left_alone(
     assert {mailbox for mailbox, entries in acls.items() if entries is None} == unreadable
     untouched_before = {key: v for key, v in user_acl_rows(cql, keyspace).items() if key[1] in unreadable}
 
-    report = execute(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair", allow_destructive=True))
+    report = run_target(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair", allow_destructive=True))
 
     assert report["status"] == "PARTIAL", "unreadable ACLs are errors, not empty ACLs"
     assert report["unreadableTruth"] == len(unreadable)
@@ -82,7 +83,7 @@ def test_user_mailbox_acl_is_repaired_and_unreadable_truth_is_left_alone(
     assert report["addedUserMailboxACLEntries"] + report["updatedUserMailboxACLEntries"] > 0
     assert report["removedUserMailboxACLEntries"] > 0, "the intruder's rows are gone"
 
-    again = execute(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair"))
+    again = run_target(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair"))
     assert sum(again["inconsistencies"].values()) == 0
 
 
@@ -93,9 +94,9 @@ def test_aclv2_is_repaired_from_the_event_store(cql, cassandra_settings, spark, 
         inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.3, manifest_path=str(tmp_path / kind))
     before = list(cql.execute(f"SELECT * FROM {keyspace}.aclv2"))
 
-    dry = execute(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="check"))
+    dry = run_target(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="check"))
     assert list(cql.execute(f"SELECT * FROM {keyspace}.aclv2")) == before
-    report = execute(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="repair", allow_destructive=True))
+    report = run_target(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="repair", allow_destructive=True))
 
     expected = {
         (mailbox, key): set(rights)
@@ -240,7 +241,7 @@ def test_other_aggregates_of_the_event_store_are_not_acls(cql, cassandra_setting
         james_appends(cql, keyspace, aggregate_id, events, snapshot)
 
     for target in ("acl", "aclv2"):
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
+        report = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
         assert report["status"] == "COMPLETED", report["errors"]
         assert report["unreadableTruth"] == 0 and report["errors"] == []
         assert report["processedMailboxAclEntries"] == acl_events
@@ -256,7 +257,7 @@ def test_other_aggregates_of_the_event_store_are_not_acls(cql, cassandra_setting
         JAMES_APPEND_EVENT.format(ks=keyspace),
         (broken, last + 1, acl_updated_event(broken, last + 1, {}, {"bob@domain.tld": "lz"})),
     )
-    report = execute(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair"))
+    report = run_target(spark, cassandra_settings, RunOptions("acl", keyspace, mode="repair"))
     assert report["status"] == "PARTIAL"
     assert [(error["mailboxId"], error["kind"]) for error in report["errors"]] == [(broken, "unreadable-truth")]
 
@@ -283,7 +284,7 @@ def test_an_aclv2_entry_the_repair_adds_goes_away_when_james_removes_its_rights(
         (mailbox, event_id, acl_updated_event(mailbox, event_id, current, shared)),
     )
 
-    report = execute(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="repair"))
+    report = run_target(spark, cassandra_settings, RunOptions("aclv2", keyspace, mode="repair"))
     assert report["addedAclv2Entries"] == 1 and report["status"] == "COMPLETED"
     row = cql.execute(
         f"SELECT rights FROM {keyspace}.aclv2 WHERE id = %s AND key = %s", (uuid.UUID(mailbox), "carol@domain.tld")
@@ -362,7 +363,7 @@ def test_rights_and_keys_are_read_as_james_reads_them(cql, cassandra_settings, s
 
     for target in targets:
         options = RunOptions(target, keyspace, mode="repair", allow_destructive=True)
-        report = execute(spark, cassandra_settings, options)
+        report = run_target(spark, cassandra_settings, options)
         assert report["status"] == "PARTIAL"
         assert {error["mailboxId"] for error in report["errors"]} == set(unreadable), report["errors"]
         assert projection_rows(cql, keyspace, target, set(unreadable)) == tied_before[target]

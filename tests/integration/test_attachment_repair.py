@@ -7,7 +7,8 @@ import hashlib
 import uuid
 
 import pytest
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit import james_harness
 
 
@@ -87,13 +88,13 @@ def test_missing_references_are_rewritten_and_lost_attachments_reported(
     messages_before = message_count(cql, keyspace, version)
     attachments_before = set(attachment_rows(cql, keyspace))
 
-    check = execute(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="check"))
+    check = run_target(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="check"))
     fixable_kind = "outdated" if version == "3.8.1" else "missing"
     assert check["inconsistencies"][fixable_kind] == 2, check["inconsistencies"]
     assert check["status"] == "PARTIAL"
     assert message_ids_of_attachments(cql, keyspace, version) == broken, "a dry run wrote something"
 
-    repair = execute(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
+    repair = run_target(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
     fixed_field = "updatedAttachmentMessageIds" if version == "3.8.1" else "addedAttachmentMessageIdEntries"
     assert repair[fixed_field] == 2
     assert repair["status"] == "PARTIAL"
@@ -131,7 +132,7 @@ def test_missing_references_are_rewritten_and_lost_attachments_reported(
     assert message_count(cql, keyspace, version) == messages_before
     assert set(attachment_rows(cql, keyspace)) == attachments_before
 
-    again = execute(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
+    again = run_target(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
     assert sum(again["inconsistencies"].values()) == 0
     assert again["unfixableAttachmentReferences"] == 2
     assert message_ids_of_attachments(cql, keyspace, version) == after
@@ -163,7 +164,7 @@ def test_attachments_james_deleted_under_a_kept_message_are_reported_and_nothing
     messages_before = message_count(cql, keyspace, version)
     attachments_before = attachment_rows(cql, keyspace)
 
-    report = execute(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
+    report = run_target(spark, cassandra_settings, RunOptions("attachments", keyspace, mode="repair"))
 
     assert report["status"] == "PARTIAL"
     assert sum(report["inconsistencies"].values()) == 0

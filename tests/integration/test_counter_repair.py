@@ -11,7 +11,8 @@ from collections import Counter
 
 import pytest
 from cassandra.util import uuid_from_time
-from james_consistency.engine.run import GateFailed, RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from support.james_platform import james_platform
@@ -141,12 +142,14 @@ def test_mailbox_counters_are_recomputed_from_the_truth(
     rowless = lose_a_mailbox_row(cql, keyspace)
     before = counters(cql, keyspace)
 
-    check = execute(spark, cassandra_settings, RunOptions("counters", keyspace, mode="check"))
+    check = run_target(spark, cassandra_settings, RunOptions("counters", keyspace, mode="check"))
 
     assert check["inconsistencies"] == {"missing": 0, "outdated": broken["count"] + 1, "orphan": 1}
     assert counters(cql, keyspace) == before, "the dry run wrote nothing"
 
-    repair = execute(spark, cassandra_settings, RunOptions("counters", keyspace, mode="repair", allow_destructive=True))
+    repair = run_target(
+        spark, cassandra_settings, RunOptions("counters", keyspace, mode="repair", allow_destructive=True)
+    )
 
     expected = truth_counters(cql, keyspace)
     assert expected[emptied] == (0, 0) and expected[rowless][0] == messages_in(cql, keyspace, rowless) > 0
@@ -158,7 +161,7 @@ def test_mailbox_counters_are_recomputed_from_the_truth(
     assert repair["failedMailboxes"] == []
     assert repair["updatedCounterEntries"] == broken["count"] + 1 and repair["removedCounterEntries"] == 1
     assert "not concurrency-safe" in repair["concurrencyNote"]
-    again = execute(spark, cassandra_settings, RunOptions("counters", keyspace, mode="repair"))
+    again = run_target(spark, cassandra_settings, RunOptions("counters", keyspace, mode="repair"))
     assert sum(again["inconsistencies"].values()) == 0
 
 
@@ -196,7 +199,9 @@ def test_quotas_are_recomputed_and_other_components_left_alone(
             "WHERE quotaroot = '#private&nomail@domain.tld'"
         )
 
-    repair = execute(spark, cassandra_settings, RunOptions("quotas", keyspace, mode="repair", allow_destructive=True))
+    repair = run_target(
+        spark, cassandra_settings, RunOptions("quotas", keyspace, mode="repair", allow_destructive=True)
+    )
 
     expected = truth_usage(cql, keyspace, generation)
     assert expected["#private&nomail@domain.tld"] == (0, 0)
@@ -206,7 +211,7 @@ def test_quotas_are_recomputed_and_other_components_left_alone(
     assert repair["status"] == "COMPLETED"
     [component] = repair["recomputeSingleQuotaComponentResults"]
     assert component == {"quotaComponent": "MAILBOX", "processedIdentifierCount": 4, "failedIdentifiers": []}
-    again = execute(spark, cassandra_settings, RunOptions("quotas", keyspace, mode="check"))
+    again = run_target(spark, cassandra_settings, RunOptions("quotas", keyspace, mode="check"))
     assert sum(again["inconsistencies"].values()) == 0
 
 
@@ -243,7 +248,7 @@ def test_mail_delivered_during_the_run_is_counted(cql, cassandra_settings, spark
         run_dir=str(tmp_path / "run"),
         allow_destructive=True,
     )
-    report = execute(spark, cassandra_settings, options)
+    report = run_target(spark, cassandra_settings, options)
     james.join(timeout=5)
 
     assert delivered.is_set()
@@ -262,7 +267,7 @@ def test_malformed_truth_stops_before_writing(cql, cassandra_settings, spark, ne
     before = (counters(cql, keyspace), quota_usage(cql, keyspace))
 
     with pytest.raises(GateFailed) as failure:
-        execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
 
     report = failure.value.report
     assert report["status"] == "FAILED"
@@ -279,6 +284,6 @@ def test_counter_counts_are_exact_per_mailbox(cql, cassandra_settings, spark, ne
     before = counters(cql, keyspace)
     assert Counter(before.values())  # the seeder wrote counters
     for target in ("counters", "quotas"):
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
+        report = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
         assert report["status"] == "COMPLETED" and sum(report["inconsistencies"].values()) == 0
     assert counters(cql, keyspace) == before == as_read(truth_counters(cql, keyspace))

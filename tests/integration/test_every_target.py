@@ -8,8 +8,9 @@ import uuid
 
 import pytest
 from james_consistency.cql import close, connect
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.projections import TARGETS
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
 
@@ -51,7 +52,7 @@ def test_a_consistent_keyspace_is_left_untouched_by_every_target(
     before = {table: contents(cql, keyspace, table) for table in PROJECTION_TABLES[generation]}
 
     reports = {
-        target: execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair")) for target in TARGETS
+        target: run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair")) for target in TARGETS
     }
 
     for target, report in reports.items():
@@ -108,7 +109,7 @@ def test_a_message_undeleted_during_the_run_is_not_put_back_in_messageDeleted(
         )
 
     user = _when_candidates_are_written(tmp_path / "run", user_undeletes)
-    report = execute(
+    report = run_target(
         spark,
         cassandra_settings,
         RunOptions("deleted", keyspace, mode="repair", recheck_delay_seconds=4, run_dir=str(tmp_path / "run")),
@@ -155,7 +156,7 @@ def test_a_right_revoked_during_the_run_is_not_restored(cql, cassandra_settings,
             close(session)
 
     admin = _when_candidates_are_written(tmp_path / "run", admin_revokes)
-    report = execute(
+    report = run_target(
         spark,
         cassandra_settings,
         RunOptions("acl", keyspace, mode="repair", recheck_delay_seconds=4, run_dir=str(tmp_path / "run")),

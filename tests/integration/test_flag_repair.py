@@ -6,7 +6,8 @@ import threading
 import time
 
 import pytest
-from james_consistency.engine.run import GateFailed, RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
 
@@ -55,14 +56,14 @@ def test_missing_keywords_are_added_and_unused_ones_kept_by_default(
     add_keyword(cql, keyspace, mailbox, "$NoLongerUsed")
     before = applicable_flags(cql, keyspace)
 
-    check = execute(spark, cassandra_settings, RunOptions("flags", keyspace, mode="check"))
+    check = run_target(spark, cassandra_settings, RunOptions("flags", keyspace, mode="check"))
     assert check["inconsistencies"]["missing"] + check["inconsistencies"]["outdated"] == len(
         {row["mailboxId"] for row in broken["rows"]}
     )
     assert check["inconsistencies"]["orphan"] == 0
     assert applicable_flags(cql, keyspace) == before, "the dry run wrote nothing"
 
-    repair = execute(spark, cassandra_settings, RunOptions("flags", keyspace, mode="repair", allow_destructive=True))
+    repair = run_target(spark, cassandra_settings, RunOptions("flags", keyspace, mode="repair", allow_destructive=True))
 
     expected = used_keywords(cql, keyspace)
     expected[mailbox] = expected[mailbox] | {"$NoLongerUsed"}
@@ -70,14 +71,14 @@ def test_missing_keywords_are_added_and_unused_ones_kept_by_default(
     assert repair["status"] == "COMPLETED" and repair["removeUnusedFlags"] is False
     assert repair["removedApplicableFlagEntries"] == 0
 
-    pruned = execute(
+    pruned = run_target(
         spark,
         cassandra_settings,
         RunOptions("flags", keyspace, mode="repair", remove_unused_flags=True, allow_destructive=True),
     )
     assert applicable_flags(cql, keyspace) == used_keywords(cql, keyspace)
     assert pruned["updatedApplicableFlagEntries"] == 1
-    again = execute(spark, cassandra_settings, RunOptions("flags", keyspace, mode="check", remove_unused_flags=True))
+    again = run_target(spark, cassandra_settings, RunOptions("flags", keyspace, mode="check", remove_unused_flags=True))
     assert sum(again["inconsistencies"].values()) == 0
 
 
@@ -118,7 +119,7 @@ def test_keyword_a_user_adds_during_the_run_is_not_removed(cql, cassandra_settin
         run_dir=str(tmp_path / "run"),
         allow_destructive=True,
     )
-    report = execute(spark, cassandra_settings, options)
+    report = run_target(spark, cassandra_settings, options)
     user.join(timeout=5)
 
     assert user_done.is_set()
@@ -141,7 +142,7 @@ def test_malformed_truth_stops_before_writing(cql, cassandra_settings, spark, ne
     before = applicable_flags(cql, keyspace)
 
     with pytest.raises(GateFailed) as failure:
-        execute(spark, cassandra_settings, RunOptions("flags", keyspace, mode="repair"))
+        run_target(spark, cassandra_settings, RunOptions("flags", keyspace, mode="repair"))
 
     assert failure.value.report["gates"][0]["name"] == "messages_truth_health"
     assert applicable_flags(cql, keyspace) == before

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 from james_consistency.engine.reports import write_report
-from james_consistency.engine.run import GateFailed, RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from support.messages import insert, message
@@ -37,7 +38,7 @@ def history(cassandra_settings, spark, cql, tmp_path_factory):
 
     def run(target: str, mode: str, path: str, **options) -> dict:
         try:
-            report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode=mode, **options))
+            report = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode=mode, **options))
         except GateFailed as failure:
             report = failure.report
         write_report(report, folder / path)

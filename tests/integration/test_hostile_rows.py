@@ -3,7 +3,8 @@ each unreadable truth is reported in the report's errors, and no projection row 
 
 import json
 
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit.seed import seed_platform
 
 # mailbox index -> the last eventStore event of its ACL (what James or a newer James may have left there)
@@ -85,7 +86,9 @@ def test_hostile_rows_are_reported_per_row_and_nothing_unreadable_is_deleted(
     before = {table: rows_of(cql, keyspace, table) for table in ("usermailboxacl", "aclv2")}
 
     reports = {
-        target: execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        target: run_target(
+            spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True)
+        )
         for target in ("acl", "aclv2", "messages", "flags")
     }
     print(

@@ -2,8 +2,9 @@
 truth, and every repair run a second time writes nothing at all."""
 
 import pytest
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.projections import TARGETS
+from james_consistency.targets import run_target
 from james_consistency_kit.bench import TARGET_FAULTS
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
@@ -52,13 +53,13 @@ def test_repairs_never_write_the_truth_and_a_second_run_writes_nothing(
     first_writes = {}
     for target in TARGETS:
         before = write_counts(cql, keyspace)
-        execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
         first_writes[target] = written_between(before, write_counts(cql, keyspace))
         assert not set(first_writes[target]) & set(TRUTH_TABLES), (target, first_writes[target])
     assert sum(sum(writes.values()) for writes in first_writes.values()) >= injected / 2, first_writes
 
     before_second = write_counts(cql, keyspace)
     for target in TARGETS:
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
+        report = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
         assert sum(report.get("inconsistencies", {}).values()) == 0, (target, report.get("inconsistencies"))
     assert written_between(before_second, write_counts(cql, keyspace)) == {}

@@ -1,7 +1,8 @@
 """messageDeleted, firstUnseen and mailboxRecents rebuilt from imapUidTable by the shared engine, checked with CQL."""
 
 import pytest
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
 
@@ -35,7 +36,7 @@ def test_index_is_rebuilt_row_by_row_from_the_truth(
     }
     before = index_rows(cql, keyspace, table, uid_column)
 
-    check = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="check"))
+    check = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="check"))
     assert check["inconsistencies"] == {
         "missing": broken[kinds[0]]["count"],
         "outdated": 0,
@@ -43,11 +44,11 @@ def test_index_is_rebuilt_row_by_row_from_the_truth(
     }
     assert index_rows(cql, keyspace, table, uid_column) == before, "the dry run wrote nothing"
 
-    repair = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+    repair = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
 
     assert repair["status"] == "COMPLETED"
     assert repair["addedEntries"] == broken[kinds[0]]["count"]
     assert repair["removedEntries"] == broken[kinds[1]]["count"]
     assert index_rows(cql, keyspace, table, uid_column) == expected_from_truth(cql, keyspace, condition)
-    again = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
+    again = run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair"))
     assert sum(again["inconsistencies"].values()) == 0 and again["addedEntries"] == again["removedEntries"] == 0

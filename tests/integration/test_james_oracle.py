@@ -8,10 +8,9 @@ RecomputeCurrentQuotas (where the version has them) change no counter, and the A
 import json
 
 import pytest
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.mailboxes.job import MailboxOptions
-from james_consistency.mailboxes.job import execute as execute_mailboxes
+from james_consistency.targets import run_target
 from james_consistency_kit import james_harness
 
 pytestmark = pytest.mark.end_to_end
@@ -106,10 +105,12 @@ def test_after_our_repairs_james_own_tasks_find_nothing_left_to_fix(
     assert all(broken.values()), f"James's faults left inconsistencies in every target: {broken}"
 
     for target in NIGHT[version]:
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        report = run_target(
+            spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True)
+        )
         assert report["status"] == "COMPLETED", f"{target}: {report.get('errors')}"
-    mailboxes = execute_mailboxes(
-        spark, cassandra_settings, MailboxOptions(keyspace=keyspace, mode="repair", confirmation=CONFIRMATION)
+    mailboxes = run_target(
+        spark, cassandra_settings, RunOptions("mailboxes", keyspace, mode="repair", confirmation=CONFIRMATION)
     )
     assert mailboxes["conflictingEntries"] == []
 

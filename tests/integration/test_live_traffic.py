@@ -9,8 +9,9 @@ import uuid
 
 import pytest
 from james_consistency.cql import close, connect
-from james_consistency.engine.run import RunOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.schema import create_schema
+from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer
@@ -131,7 +132,9 @@ def test_projection_rows_without_message_id_are_repaired(cql, cassandra_settings
         cql.execute(f"INSERT INTO {keyspace}.firstunseen (mailboxid, uid) VALUES (%s, %s)", (mailbox, uid))
 
     for target in ("messages", "unseen"):
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        report = run_target(
+            spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True)
+        )
         assert report["status"] == "COMPLETED", report["errors"]
     assert messages.projection(cql, keyspace) == messages.truth(cql, keyspace)
     unseen = {r.uid for r in cql.execute(f"SELECT uid FROM {keyspace}.firstunseen")}
@@ -173,7 +176,7 @@ def test_repairs_under_live_traffic_undo_no_user_write(cql, cassandra_settings, 
         repairs_started = time.time_ns() // 1000
         first = {}
         for target in TARGETS:
-            first[target] = execute(
+            first[target] = run_target(
                 spark,
                 cassandra_settings,
                 RunOptions(target, keyspace, mode="repair", allow_destructive=True, recheck_delay_seconds=0.5),
@@ -236,18 +239,20 @@ def test_repairs_under_live_traffic_undo_no_user_write(cql, cassandra_settings, 
 
     second = {}
     for target in TARGETS:
-        report = execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True))
+        report = run_target(
+            spark, cassandra_settings, RunOptions(target, keyspace, mode="repair", allow_destructive=True)
+        )
         second[target] = {k: report.get(k) for k in ("status", "inconsistencies", "failedCount", "outcomes")}
         second[target]["errors"] = report.get("errors", [])[:3]
     print(f"second repair: {json.dumps(second, default=str)}")
     left = {
-        target: execute(spark, cassandra_settings, RunOptions(target, keyspace, mode="check"))["inconsistencies"]
+        target: run_target(spark, cassandra_settings, RunOptions(target, keyspace, mode="check"))["inconsistencies"]
         for target in TARGETS
     }
     print(f"after a second repair with the writer stopped: {left}")
     if any(sum(found.values()) for found in left.values()):
         for target in ("messages", "deleted"):
-            report = execute(
+            report = run_target(
                 spark, cassandra_settings, RunOptions(target, keyspace, mode="verify", gates_enabled=False)
             )
             print(target, "remaining:", json.dumps(report.get("remainingSample", [])[:5], default=str))

@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from james_consistency.mailboxes.job import MailboxOptions, execute
+from james_consistency.engine.run import RunOptions
 from james_consistency.schema import create_schema
+from james_consistency.targets import run_target
 from support.mailboxes import (
     acl,
     add_mailbox,
@@ -44,7 +45,7 @@ EVERY_KIND = {
 def run(spark, settings, keyspace, mode="repair", **options):
     if mode == "repair":
         options.setdefault("confirmation", OFFLINE)
-    return execute(spark, settings, MailboxOptions(keyspace=keyspace, mode=mode, **options))
+    return run_target(spark, settings, RunOptions("mailboxes", keyspace, mode=mode, **options))
 
 
 def entry(path: str, mailbox_id) -> dict:
@@ -321,6 +322,7 @@ def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(c
     """The policy re-reads at SERIAL just before acting: a path registered between the scan and the fix wins."""
     from cassandra.query import dict_factory
     from james_consistency.cql import close, connect
+    from james_consistency.engine.live import run_steps
     from james_consistency.mailboxes import policy
     from support.messages import timeuuid
 
@@ -336,7 +338,7 @@ def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(c
     session = connect(cassandra_settings, row_factory=dict_factory)
     try:
         options = policy.PolicyOptions(settings=cassandra_settings, keyspace=keyspace, generation="3.9")
-        outcome = policy.act(policy.MailboxStore(session, options), finding, options)
+        outcome = run_steps(session, policy.act(policy.MailboxStore(session, options), finding, options))
     finally:
         close(session)
 

@@ -7,8 +7,9 @@ import threading
 import time
 
 import pytest
-from james_consistency.engine.run import GateFailed, RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.schema import create_schema
+from james_consistency.targets import run_target
 from support.messages import break_every_kind, insert, message, platform, projection, timeuuid, truth, write_times
 
 GENERATIONS = ["3.9", "3.5"]
@@ -16,7 +17,7 @@ GENERATIONS = ["3.9", "3.5"]
 
 def run(spark, settings, keyspace, mode="repair", **options):
     options.setdefault("max_destructive_share", 0.5)
-    return execute(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
+    return run_target(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)

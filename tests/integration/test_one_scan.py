@@ -5,15 +5,16 @@ did not see; the verify re-checks those candidates and a random sample of the ke
 """
 
 import pytest
-from james_consistency.engine.run import GateFailed, RunOptions, execute
+from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema
+from james_consistency.targets import run_target
 from support.messages import break_every_kind, platform, projection, truth
 
 
 def run(spark, settings, keyspace, mode, run_dir, target="messages", **options):
     options.setdefault("max_destructive_share", 0.5)
-    return execute(
+    return run_target(
         spark, settings, RunOptions(target=target, keyspace=keyspace, mode=mode, run_dir=str(run_dir), **options)
     )
 
@@ -84,7 +85,7 @@ def test_a_scan_is_reused_only_for_its_own_target_and_keyspace(cql, cassandra_se
     run(spark, cassandra_settings, keyspace, "check", tmp_path / "messages")
 
     with pytest.raises(OperatorError, match="--reuse-scan needs --run-dir"):
-        execute(spark, cassandra_settings, RunOptions("messages", keyspace, mode="repair", reuse_scan=True))
+        run_target(spark, cassandra_settings, RunOptions("messages", keyspace, mode="repair", reuse_scan=True))
     with pytest.raises(OperatorError, match="no scan kept in"):
         run(spark, cassandra_settings, keyspace, "repair", tmp_path / "empty", reuse_scan=True)
     with pytest.raises(OperatorError, match=f"holds a scan of messages on {keyspace}, not of deleted"):

@@ -16,16 +16,18 @@ from james_consistency.engine.ranges import (
     read_ranges,
     token_ranges,
 )
-from james_consistency.engine.run import GateFailed, RunOptions, execute, read_table
+from james_consistency.engine.run import GateFailed, RunOptions
+from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema
+from james_consistency.targets import run_target
 from support.james_platform import james_platform
 from support.messages import break_every_kind, insert, message, platform, projection, truth
 
 
 def run(spark, settings, keyspace, mode="repair", **options):
     options.setdefault("max_destructive_share", 0.5)
-    return execute(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
+    return run_target(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
 
 
 def journal(cql, keyspace):
@@ -201,7 +203,7 @@ def test_counters_wait_for_the_whole_ring_when_the_window_ends(cql, cassandra_se
     create_schema(cql, keyspace, "3.9")
     platform(cql, keyspace, "3.9", mailboxes=2, per_mailbox=5)
 
-    stopped = execute(
+    stopped = run_target(
         spark,
         cassandra_settings,
         RunOptions(target="counters", keyspace=keyspace, mode="repair", ranges=2, max_ranges=1),

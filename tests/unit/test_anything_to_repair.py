@@ -1,19 +1,29 @@
 """The short-circuit between a DAG's check and its repair: what the check's report lets through."""
 
 import types
+import uuid
 
 import pytest
 from james_airflow import consistency_dag
+from james_airflow.runs import report_path, run_folder
+from james_consistency.engine.reports import write_report
 
 
-def decide(monkeypatch, report: dict, dry_run: bool = False) -> bool:
-    monkeypatch.setattr(consistency_dag, "read_report", lambda dag_id, run_id, step: report)
-    context = {
-        "dag": types.SimpleNamespace(dag_id="message_consistency"),
-        "run_id": "r1",
-        "params": {"dry_run": dry_run},
-    }
-    return consistency_dag.something_to_repair(**context)
+def decide(report: dict | None, dry_run: bool = False) -> bool:
+    """The short-circuit's decision on a check report written where the check step of a DAG run writes it."""
+    dag_id, run_id = "message_consistency", f"test-{uuid.uuid4().hex}"
+    if report is not None:
+        check = {"type": "messages-consistency", "target": "messages", "mode": "check", "dryRun": True}
+        check |= {"keyspace": "james", "runId": run_id, "result": report["status"], **report}
+        write_report(check, report_path(dag_id, run_id, "check"))
+    context = {"dag": types.SimpleNamespace(dag_id=dag_id), "run_id": run_id, "params": {"dry_run": dry_run}}
+    try:
+        return consistency_dag.repair_after_check(**context)
+    finally:
+        for written in run_folder(dag_id, run_id).glob("*.json"):
+            written.unlink()
+        if run_folder(dag_id, run_id).exists():
+            run_folder(dag_id, run_id).rmdir()
 
 
 FOUND = {"inconsistencies": {"missing": 2, "outdated": 0, "orphan": 0}}
@@ -33,10 +43,10 @@ NOTHING = {"inconsistencies": {"missing": 0, "outdated": 0, "orphan": 0}}
         ({"status": "WINDOW_ENDED", "windowEnded": "w", "decidedByFinishedRanges": True, **FOUND}, True, False),
     ],
 )
-def test_the_repair_runs_when_the_check_found_what_to_fix(monkeypatch, report, dry_run, repair):
-    assert decide(monkeypatch, report, dry_run) is repair
+def test_the_repair_runs_when_the_check_found_what_to_fix(report, dry_run, repair):
+    assert decide(report, dry_run) is repair
 
 
-def test_a_check_without_a_report_fails_the_short_circuit(monkeypatch):
+def test_a_check_without_a_report_fails_the_short_circuit():
     with pytest.raises(RuntimeError, match="the check step wrote no report"):
-        decide(monkeypatch, None)
+        decide(None)

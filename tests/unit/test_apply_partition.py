@@ -91,7 +91,7 @@ def run_task(monkeypatch, recorder: Recorder, rows: list[dict], *, grouped: bool
     )
     spec = dataclasses.replace(spec, recheck=recorder.recheck, writing=writing)
     context = apply.ApplyContext(CassandraSettings(), "ks", in_flight=in_flight)
-    return list(apply.apply_partition(context, spec)(iter(rows)))
+    return list(apply.apply_partition(context, apply.ProjectionPolicy(spec))(iter(rows)))
 
 
 def test_candidates_are_rechecked_several_at_once_and_reported_in_their_order(monkeypatch):

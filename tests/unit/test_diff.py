@@ -10,7 +10,7 @@ from james_consistency.engine.diff import (
     normalize_empty_collections,
     plan_metrics,
 )
-from james_consistency.engine.run import diff_with_truth
+from james_consistency.engine.projection_scan import diff_with_truth
 from james_consistency.projections import projection_spec
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from james_airflow.operators import job_arguments
-from james_consistency.engine.job import build_parser, exit_code, publish, run_options
+from james_consistency.engine.reports import parse_report
 from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
+from james_consistency.jobs import build_parser, exit_code, publish, run_options
 
 FORM = {
     "keyspace": "james_prod",
@@ -99,32 +100,57 @@ def test_an_until_that_is_no_time_is_bad_input_before_any_spark():
 
 
 @pytest.mark.parametrize(
-    ("status", "code"),
-    [("COMPLETED", 0), ("NOT_APPLICABLE", 0), ("PARTIAL", 3), ("WINDOW_ENDED", 6)],
+    ("report", "code"),
+    [
+        ({"status": "COMPLETED"}, 0),
+        ({"status": "NOT_APPLICABLE"}, 0),
+        ({"status": "PARTIAL", "failedCount": 2}, 3),
+        ({"status": "PARTIAL", "failedCount": 0, "unreadableTruth": 1}, 3),
+        ({"status": "PARTIAL", "failedCount": 0, "conflictingEntries": [{"mailboxDaoEntry": {}}]}, 0),
+        ({"status": "WINDOW_ENDED"}, 6),
+    ],
+    ids=["completed", "not-applicable", "rows-failed", "truth-unreadable", "only-conflicts-reported", "window-ended"],
 )
-def test_the_status_of_a_run_that_ended_with_a_report_is_its_exit_code(status, code):
-    assert exit_code(status) == code
+def test_a_run_that_ended_with_a_report_exits_3_only_when_something_failed_or_could_not_be_read(report, code):
+    ended = {"type": "t", "target": "messages", "mode": "repair", "dryRun": False, "keyspace": "james", "runId": "r"}
+    assert exit_code(parse_report({**ended, **report, "result": report["status"]})) == code
 
 
-def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_the_quiet_ones_and_where_it_is(
+def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_the_answers_and_where_it_is(
     tmp_path, capsys, monkeypatch
 ):
     monkeypatch.delenv("AIRFLOW__METRICS__STATSD_ON", raising=False)
     monkeypatch.delenv("AIRFLOW__METRICS__OTEL_ON", raising=False)
     report = {
+        "type": "solve-mailbox-inconsistencies",
+        "target": "mailboxes",
+        "mode": "verify",
+        "dryRun": True,
+        "keyspace": "james",
+        "runId": "20261126T020000-abcdef",
         "status": "FAILED",
+        "result": "FAILED",
+        "inconsistencies": {"orphan-path": 1},
+        "remainingFixable": 1,
+        "mailboxTable": "mailbox",
+        "durationSeconds": 2.5,
         "gates": [
             {"name": "mailbox_health", "success": True, "failed_expectations": []},
-            {"name": "mailbox_nothing_to_do", "success": False, "failed_expectations": ["found something"]},
+            {
+                "name": "mailbox_nothing_to_do",
+                "success": False,
+                "failed_expectations": ["found something"],
+                "blocking": False,
+            },
             {"name": "mailbox_repaired", "success": False, "failed_expectations": [{"target": "kind"}]},
         ],
     }
 
-    publish(report, tmp_path / "reports" / "r.json", lambda r: f"summary: {r['status']}", ("mailbox_nothing_to_do",))
+    publish(report, tmp_path / "reports" / "r.json")
 
     assert json.loads((tmp_path / "reports" / "r.json").read_text()) == report
     assert capsys.readouterr().out.splitlines() == [
-        "summary: FAILED",
+        "mailboxes verify on james: FAILED; found orphan-path 1; remaining fixable 1 (2.5s)",
         "gate mailbox_repaired FAILED: [{'target': 'kind'}]",
         f"report: {tmp_path / 'reports' / 'r.json'}",
     ]

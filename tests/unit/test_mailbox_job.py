@@ -2,17 +2,20 @@
 while something is left that a pass may fix."""
 
 import pytest
+from james_consistency.engine.run import RunOptions
+from james_consistency.jobs import build_mailboxes_parser, mailbox_options
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
-from james_consistency.mailboxes.job import MailboxOptions, anything_to_fix, build_parser, mailbox_options
+from james_consistency.mailboxes.repair import anything_to_fix
 
 
 def test_the_jobs_command_line_becomes_its_options():
     command = ["--keyspace", "james", "--mode", "repair", "--confirm", CONFIRMATION, "--merge", "--report", "r.json"]
     command += ["--orphan-paths", p.DELETE, "--max-passes", "3", "--no-gates", "--run-dir", "/w/run"]
 
-    assert mailbox_options(build_parser().parse_args(command)) == MailboxOptions(
+    assert mailbox_options(build_mailboxes_parser().parse_args(command)) == RunOptions(
+        target="mailboxes",
         keyspace="james",
         mode="repair",
         confirmation=CONFIRMATION,

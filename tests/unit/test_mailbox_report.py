@@ -1,8 +1,20 @@
 """What the approver of the offline mailbox repair reads: the diagnosis as Markdown, sections only when they have
 something to say, each list cut at the sample size."""
 
+from james_consistency.engine.reports import parse_report
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes.report import approval_summary
+
+# What every mailbox check report holds besides its findings.
+A_CHECK = {
+    "type": "solve-mailbox-inconsistencies",
+    "target": "mailboxes",
+    "mode": "check",
+    "dryRun": True,
+    "runId": "20261126T020000-abcdef",
+    "status": "PARTIAL",
+    "result": "PARTIAL",
+}
 
 # A mailbox row whose path no id is registered under (as the path table sees it: nobody).
 UNREGISTERED_ENTRY = {"mailboxDaoEntry": {"mailboxId": "a", "mailboxPath": "#private:u:B"}, "mailboxPathDaoEntry": None}
@@ -10,6 +22,7 @@ UNREGISTERED_ENTRY = {"mailboxDaoEntry": {"mailboxId": "a", "mailboxPath": "#pri
 
 def test_the_approval_form_shows_counts_with_their_action_the_conflicts_orphan_paths_and_a_sample():
     report = {
+        **A_CHECK,
         "keyspace": "james",
         "generation": "3.9",
         "processedMailboxEntries": 5,
@@ -40,7 +53,7 @@ def test_the_approval_form_shows_counts_with_their_action_the_conflicts_orphan_p
         ],
     }
 
-    assert approval_summary(report, sample_size=1).splitlines() == [
+    assert approval_summary(parse_report(report), sample_size=1).splitlines() == [
         "**Keyspace** `james` (James 3.9): 5 mailbox rows, 6 path registrations.",
         "",
         "| inconsistency | found | planned action |",
@@ -65,12 +78,13 @@ def test_the_approval_form_shows_counts_with_their_action_the_conflicts_orphan_p
 
 def test_conflicting_entries_alone_are_listed_with_nobody_when_the_path_is_registered_to_no_id():
     report = {
+        **A_CHECK,
         "keyspace": "james",
         "inconsistencies": {d.PATH_POINTS_TO_ANOTHER_ID: 1},
         "conflictingEntries": [UNREGISTERED_ENTRY],
     }
 
-    assert approval_summary(report).splitlines()[-3:] == [
+    assert approval_summary(parse_report(report)).splitlines()[-3:] == [
         "",
         "**Conflicts** (1 conflicting entries, never guessed):",
         "- mailbox `a` says `#private:u:B`, the path table says `nobody`",

@@ -1,11 +1,13 @@
 """The figures a report gives the dashboards, for the runs the integration tests do not stop half-way."""
 
+from james_consistency.engine.reports import parse_report
 from james_consistency.metrics import report_figures, statsd_name
 
 
 def by_statsd_name(report: dict) -> dict[str, float]:
     scope = {key: report[key] for key in ("keyspace", "target", "mode")}
-    return {statsd_name("airflow", scope, figure): figure.value for figure in report_figures(report)}
+    typed = parse_report({"type": "t", "dryRun": False, "runId": "r", "result": report["status"], **report})
+    return {statsd_name("airflow", scope, figure): figure.value for figure in report_figures(typed)}
 
 
 def test_a_repair_stopped_by_its_safety_gate_leaves_everything_found_remaining():
@@ -18,6 +20,7 @@ def test_a_repair_stopped_by_its_safety_gate_leaves_everything_found_remaining()
         "inconsistencies": {"missing": 2, "outdated": 0, "orphan": 7},
         "processedImapUidEntries": 100,
         "processedMessageIdEntries": 105,
+        "rowsScanned": {"truth": 100, "projection": 105},
         "gates": [{"name": "messages_truth_health", "success": True}, {"name": "plan_safety", "success": False}],
         "durationSeconds": 4.2,
     }
@@ -45,7 +48,7 @@ def test_a_partial_repair_counts_its_failed_fixes_as_remaining():
             {"kind": "outdated", "action": "failed", "count": 1},
             {"kind": "outdated", "action": "updated", "count": 3},
         ],
-        "ranges": {"done": 6, "total": 8},
+        "ranges": {"done": 6, "total": 8, "left": 2, "scannedByThisRun": 6, "resumed": False},
     }
 
     figures = by_statsd_name(report)
@@ -87,8 +90,10 @@ def test_an_offline_mailbox_repair_gives_its_fixes_and_what_is_left_per_kind():
         "inconsistencies": {"orphan-path": 3, "two-ids-one-path": 1},
         "processedMailboxEntries": 20,
         "processedMailboxPathEntries": 22,
+        "rowsScanned": {"mailbox": 20, "path": 22},
         "fixedCount": 3,
         "remaining": {"orphan-path": 0, "two-ids-one-path": 1},
+        "mailboxTable": "mailbox",
         "gates": [{"name": "mailbox_health", "success": True}],
     }
 

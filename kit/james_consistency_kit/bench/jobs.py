@@ -2,17 +2,18 @@
 spark-submit runs, without a JVM start per job). The bench's only door to the engine."""
 
 from james_consistency.cql import CassandraSettings
-from james_consistency.engine.run import RunOptions, execute, read_table, resolve_target
+from james_consistency.engine.run import RunOptions
+from james_consistency.engine.tables import read_table
+from james_consistency.targets import resolve, run_target
 
 __all__ = ["read_table", "run_job", "target_spec"]
 
 
 def run_job(spark, settings: CassandraSettings, target: str, keyspace: str, mode: str, **options) -> dict:
     """One check, repair or verify of `target` on `keyspace`; its report."""
-    return execute(spark, settings, RunOptions(target, keyspace, mode=mode, **options))
+    return run_target(spark, settings, RunOptions(target, keyspace, mode=mode, **options))
 
 
 def target_spec(settings: CassandraSettings, target: str, keyspace: str):
     """The projection spec the engine repairs `target` with on `keyspace`."""
-    spec, _ = resolve_target(settings, target, keyspace)
-    return spec
+    return resolve(settings, RunOptions(target, keyspace)).spec

@@ -22,9 +22,9 @@ from james_airflow.approval import (
     ApprovalRequest,
     MailboxJobOperator,
     OfflineApprovalOperator,
+    approval_needed,
     approval_params,
-    something_to_repair,
-    summarize,
+    summarize_offline_repair,
 )
 from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_keyspace
 from james_airflow.notifiers import ConsistencyAlert
@@ -76,7 +76,7 @@ with DAG(
 ) as dag:
     check = MailboxJobOperator(task_id="check", mode="check", pool=HEAVY_POOL)
     anything_to_repair = ShortCircuitOperator(
-        task_id="anything_to_repair", python_callable=something_to_repair, ignore_downstream_trigger_rules=False
+        task_id="anything_to_repair", python_callable=approval_needed, ignore_downstream_trigger_rules=False
     )
     approve = OfflineApprovalOperator(
         task_id=APPROVE,
@@ -90,5 +90,7 @@ with DAG(
     )
     repair = MailboxJobOperator(task_id="repair", mode="repair", pool=HEAVY_POOL)
     verify = MailboxJobOperator(task_id="verify", mode="verify", pool=HEAVY_POOL)
-    report = PythonOperator(task_id="report", python_callable=summarize, trigger_rule=TriggerRule.NONE_FAILED)
+    report = PythonOperator(
+        task_id="report", python_callable=summarize_offline_repair, trigger_rule=TriggerRule.NONE_FAILED
+    )
     check >> anything_to_repair >> approve >> repair >> verify >> report

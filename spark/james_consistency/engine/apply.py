@@ -6,10 +6,12 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from cassandra import OperationTimedOut
 from cassandra.cluster import NoHostAvailable
 
+from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
 from james_consistency.engine.joined import LIVE_PROJECTION, driver_row
 from james_consistency.engine.live import (
@@ -29,7 +31,8 @@ REMOVED = "removed"
 ALREADY_CONSISTENT = "already_consistent"
 FAILED = "failed"
 
-OUTCOME_SCHEMA = "kind string, action string, error string, sample string"
+# One row per candidate: its kind, the action taken, an error, its identity (JSON) and the policy's detail (JSON).
+OUTCOME_SCHEMA = "kind string, action string, error string, sample string, detail string"
 # After this many candidates in a row found no node (each after its retries), the task stops trying: the node is
 # gone, and the rest are reported as not attempted instead of waiting out the retries of each.
 UNREACHABLE_AFTER = 3
@@ -43,9 +46,9 @@ HELD_BACK = 512
 class ApplyContext:
     settings: CassandraSettings
     keyspace: str
-    truth_consistency: str = "LOCAL_QUORUM"
-    projection_consistency: str = "LOCAL_QUORUM"
-    write_consistency: str = "LOCAL_QUORUM"
+    truth_consistency: str = DEFAULT_CONSISTENCY_LEVEL
+    projection_consistency: str = DEFAULT_CONSISTENCY_LEVEL
+    write_consistency: str = DEFAULT_CONSISTENCY_LEVEL
     rate_per_task: float = 0.0
     in_flight: int = IN_FLIGHT
     # False: re-check only (verification), report what would be done, write nothing.
@@ -169,31 +172,74 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     return ADDED if current is None else UPDATED
 
 
-def apply_partition(context: ApplyContext, spec: ProjectionSpec):
-    """A mapPartitions function over candidate rows, yielding one outcome per candidate (in their order).
+class Policy(Protocol):
+    """What a repair plugs into the partition applier: how each candidate of a Spark task is re-checked (and fixed).
+
+    `open(session, context)` is called once per task and gives the object whose `steps(candidate)` re-checks one
+    candidate (steps, see engine.live) and answers `(action, detail, error)`: the action taken, a JSON detail or None,
+    and an error the policy itself caught, or None. `sample(candidate)` is the candidate's identity in the report (a
+    JSON object). `group_columns`: candidates sharing them go to one task, sorted, and are re-checked one at a time."""
+
+    group_columns: tuple[str, ...]
+
+    def open(self, session, context: ApplyContext): ...
+
+    def sample(self, candidate) -> str: ...
+
+
+@dataclass(frozen=True)
+class ProjectionPolicy:
+    """A projection's re-check: the spec's writer and `reconcile_candidate`."""
+
+    spec: ProjectionSpec
+
+    @property
+    def group_columns(self) -> tuple[str, ...]:
+        return self.spec.writing.group_columns
+
+    def open(self, session, context: ApplyContext) -> "_CandidateReconciler":
+        writer = (self.spec.writing.writer or ProjectionWriter)(session, context, self.spec)
+        return _CandidateReconciler(writer, session, context, self.spec)
+
+    def sample(self, candidate) -> str:
+        names = self.spec.sample.names
+        return json.dumps(
+            {names.get(column, column): _jsonable(candidate[column]) for column in self.spec.sample.columns},
+            sort_keys=True,
+        )
+
+
+@dataclass(frozen=True)
+class _CandidateReconciler:
+    writer: ProjectionWriter
+    session: object
+    context: ApplyContext
+    spec: ProjectionSpec
+
+    def steps(self, candidate):
+        action = yield from reconcile_candidate(self.writer, self.session, self.context, self.spec, candidate)
+        return action, None, None
+
+
+def apply_partition(context: ApplyContext, policy: Policy):
+    """A mapPartitions function over candidate rows, yielding one outcome per candidate (OUTCOME_SCHEMA, in the
+    candidates' order), for any repair's policy.
 
     Up to `context.in_flight` candidates are re-checked at once, their statements sent through the driver's
-    asynchronous API (a re-check waits on Cassandra far longer than it computes). A projection whose candidates must
+    asynchronous API (a re-check waits on Cassandra far longer than it computes). A policy whose candidates must
     be re-checked one after the other (`group_columns`: a live recount shared by the rows of a group) gets one at a
     time."""
 
-    in_flight = 1 if spec.writing.group_columns else max(context.in_flight, 1)
+    in_flight = 1 if policy.group_columns else max(context.in_flight, 1)
 
     def run(candidates):
-        def sample_of(candidate) -> str:
-            names = spec.sample.names
-            return json.dumps(
-                {names.get(column, column): _jsonable(candidate[column]) for column in spec.sample.columns},
-                sort_keys=True,
-            )
-
         try:
             session = executor_session(context.settings)
-            writer = (spec.writing.writer or ProjectionWriter)(session, context, spec)
+            reconciler = policy.open(session, context)
         except Exception as error:  # noqa: BLE001 - reported per candidate: nothing was attempted
             unreachable = f"not attempted: {type(error).__name__}: {str(error)[:300]}"
             for candidate in candidates:
-                yield (candidate["kind"], FAILED, unreachable, sample_of(candidate))
+                yield (candidate["kind"], FAILED, unreachable, policy.sample(candidate), None)
             return
 
         loop = StepLoop(session)
@@ -212,13 +258,13 @@ def apply_partition(context: ApplyContext, spec: ProjectionSpec):
             while loop.running >= in_flight or len(pending) >= HELD_BACK:
                 loop.run_once()
                 yield from settled()
-            outcome = _Outcome(candidate, sample_of(candidate))
+            outcome = _Outcome(candidate, policy.sample(candidate))
             pending.append(outcome)
             if lost >= UNREACHABLE_AFTER:
                 outcome.not_attempted("not attempted: Cassandra unreachable (NoHostAvailable)")
             else:
                 limiter.wait()
-                loop.start(reconcile_candidate(writer, session, context, spec, candidate), outcome.settle)
+                loop.start(reconciler.steps(candidate), outcome.settle)
             yield from settled()
         while loop.running:
             loop.run_once()
@@ -236,15 +282,16 @@ class _Outcome:
         self.outcome: tuple | None = None
         self.unreachable = False
 
-    def settle(self, action: str | None, error: BaseException | None) -> None:
+    def settle(self, answer: tuple | None, error: BaseException | None) -> None:
         if error is None:
-            self.outcome = (self.kind, action, None, self.sample)
+            action, detail, caught = answer
+            self.outcome = (self.kind, action, caught, self.sample, detail)
             return
-        self.outcome = (self.kind, FAILED, f"{type(error).__name__}: {str(error)[:300]}", self.sample)
+        self.outcome = (self.kind, FAILED, f"{type(error).__name__}: {str(error)[:300]}", self.sample, None)
         self.unreachable = isinstance(error, NoHostAvailable | OperationTimedOut)
 
     def not_attempted(self, reason: str) -> None:
-        self.outcome = (self.kind, FAILED, reason, self.sample)
+        self.outcome = (self.kind, FAILED, reason, self.sample, None)
 
 
 def _jsonable(value):

@@ -1,4 +1,6 @@
-"""What a projection repair needs to know, declared once per projection in a few small parts; the engine does the rest.
+"""What the engine runs: a `Repair`, whose parts the five stages call. A projection repair is declared once per
+projection as a `ProjectionSpec` of a few small parts (engine.projection_repair makes it a Repair); the offline
+mailbox repair, which has no truth, gives its own parts (james_consistency.mailboxes.repair).
 
 Every part checks itself when it is built, and so does the spec as a whole: a spec that names a column its projection
 does not have, or half of a pair (an unreadable-truth finder without the column it scopes), fails at import time with
@@ -21,6 +23,7 @@ the projection's name, not at 3 a.m. in an executor.
       finish_report                  optional: adds the projection's own report fields at the end
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -248,3 +251,72 @@ class ProjectionSpec:
         are, beside the digest of the values."""
         wanted = (*self.hint_columns, *self.sample.columns)
         return tuple(column for column in dict.fromkeys(wanted) if column in self.value_columns)
+
+
+class Repair(ABC):
+    """A repair as the engine runs it (engine.run.execute): the engine owns the flow (scan, judge, plan, reconcile,
+    summarize; passes), the run's identity and work folder, the gates' verdicts, the partition applier and the
+    report's assembly; a repair gives these parts. `run` is the engine's Run, `scan` its Scan."""
+
+    name: str
+    generation: str
+    report_type: str
+    health_suite: str
+    # The Great Expectations data asset the health gate validates (None: named after its suite).
+    health_asset: str | None = None
+    # Tables that must exist before anything is read (checked when the target is resolved).
+    tables: tuple[str, ...]
+    # Repeat scan -> reconcile while a pass fixes something, up to the run's max_passes (one pass otherwise).
+    passes: bool = False
+    # The typed confirmation a repair (mode repair) must be given, or None.
+    confirmation: str | None = None
+
+    @abstractmethod
+    def report_fields(self, run) -> dict:
+        """The fields of a new report beyond the ones every run has (James's names for this task)."""
+
+    @abstractmethod
+    def scan(self, run):
+        """Read the tables once; write the candidates to the run's work folder; return the engine's Scan."""
+
+    @abstractmethod
+    def describe(self, run, scan) -> None:
+        """What the scan found, into the report (after the health gate passed)."""
+
+    @abstractmethod
+    def check(self, run, scan) -> str:
+        """The end of a check (dry run): the last report fields; the status."""
+
+    @abstractmethod
+    def safety(self, run, scan) -> None:
+        """Gates before anything is written (the plan stage)."""
+
+    @abstractmethod
+    def anything_to_fix(self, run, scan) -> bool:
+        """Whether a repair pass has work."""
+
+    @abstractmethod
+    def candidates(self, run, scan, context):
+        """The candidates the reconcile stage re-checks (a DataFrame), and the ApplyContext of their re-check (the
+        engine's `context`, which says whether to write, or one the repair derived from it)."""
+
+    @abstractmethod
+    def policy(self, run):
+        """How each candidate is re-checked and fixed in the executors (engine.apply.Policy)."""
+
+    @abstractmethod
+    def count_pass(self, run, number: int, scan, outcomes) -> int:
+        """A repair pass's outcomes (and the scan it started from) into the report; how many inconsistencies it
+        fixed."""
+
+    @abstractmethod
+    def summarize(self, run, scan) -> str:
+        """The end of a repair, after its passes (`scan` is the last one): the last report fields; the status."""
+
+    @abstractmethod
+    def verify(self, run, scan) -> str:
+        """A verify after the scan: what is left, judged by its gate; the status."""
+
+    def finish_report(self, run, status: str) -> str:
+        """Last fields when the run ends (however it ends); the status may change (e.g. window ended)."""
+        return status

@@ -1,7 +1,6 @@
-"""spark-submit entry point: diagnose (check), repair or verify mailbox <-> path (james_consistency.mailboxes.job)."""
+"""spark-submit entry point: diagnose (check), repair or verify mailbox <-> path. See james_consistency.jobs."""
 
-from james_consistency.engine.job import end_process
-from james_consistency.mailboxes.job import main
+from james_consistency.jobs import end_process, mailboxes_main
 
 if __name__ == "__main__":
-    end_process(main())
+    end_process(mailboxes_main())

@@ -1,5 +1,6 @@
-"""The repair policy, run in the Spark executors: one action per finding, each re-reading the current state at
-SERIAL just before it writes, every write a lightweight transaction conditioned on what it just read. A finding
+"""The repair policy, run in the Spark executors by the engine's partition applier (`MailboxPolicy`): one action per
+finding, written as re-check steps (engine.live), each re-reading the current state at SERIAL just before it writes,
+every write a lightweight transaction conditioned on what it just read. A finding
 whose state moved since the scan is left for the next pass (re-diagnosed from a fresh scan), never forced.
 
     orphan-mailbox         register its path IF NOT EXISTS; a path taken meanwhile is reported, nothing done
@@ -20,11 +21,12 @@ whose state moved since the scan is left for the next pass (re-diagnosed from a 
 import json
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from james_consistency.acl_rights import RIGHTS_ORDER
+from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
-from james_consistency.engine.live import executor_session, prepared, with_retries
+from james_consistency.engine.live import Query, one, prepared
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.projections.acl import MalformedTruth, parse_acl
 
@@ -45,8 +47,6 @@ RECREATE_WHEN_REFERENCED = "recreate-when-referenced"
 DELETE = "delete"
 ORPHAN_PATH_POLICIES = (RECREATE_WHEN_REFERENCED, DELETE)
 
-OUTCOME_SCHEMA = "kind string, action string, mailboxId string, mailboxPath string, detail string, error string"
-
 
 @dataclass(frozen=True)
 class PolicyOptions:
@@ -57,7 +57,7 @@ class PolicyOptions:
     merge: bool = False
     write: bool = True
     read_consistency: str = "SERIAL"
-    write_consistency: str = "LOCAL_QUORUM"
+    write_consistency: str = DEFAULT_CONSISTENCY_LEVEL
 
 
 def _path_text(path: tuple) -> str:
@@ -65,7 +65,8 @@ def _path_text(path: tuple) -> str:
 
 
 class MailboxStore:
-    """The mailbox, path, message and ACL tables of one keyspace, read at SERIAL and written with LWT."""
+    """The mailbox, path, message and ACL tables of one keyspace, read at SERIAL and written with LWT. Every method is
+    a re-check step (engine.live): `row = yield from store.mailbox(id)`, so the engine's applier runs the actions."""
 
     def __init__(self, session, options: PolicyOptions):
         self.session = session
@@ -75,93 +76,114 @@ class MailboxStore:
         self.path_table = f"{ks}.{'mailboxpathv3' if self.v3 else 'mailboxpathv2'}"
         self.ks = ks
 
-    def _run(self, cql: str, values: list, consistency: str | None = None):
+    def _rows(self, cql: str, values: list, consistency: str | None = None):
         statement = prepared(self.session, cql, consistency or self.options.write_consistency)
-        return with_retries(lambda: self.session.execute(statement, values))
+        return (yield Query(statement, values))
 
     def _read(self, cql: str, values: list):
-        return self._run(cql, values, self.options.read_consistency).one()
+        return one((yield from self._rows(cql, values, self.options.read_consistency)))
 
-    def _applied(self, cql: str, values: list) -> bool:
-        return bool(self._run(cql, values).one()["[applied]"])
+    def _applied(self, cql: str, values: list):
+        return bool(one((yield from self._rows(cql, values)))["[applied]"])
+
+    def steps(self, finding_row):
+        """The engine's re-check of one finding (a candidate row): its action, as (action, detail, error)."""
+        outcome = yield from act(self, finding_row.asDict(recursive=True), self.options)
+        return outcome["action"], outcome["detail"], outcome["error"]
 
     # ---- reads, SERIAL ---------------------------------------------------------------------------------------
 
-    def mailbox(self, mailbox_id: str) -> dict | None:
-        row = self._read(
+    def mailbox(self, mailbox_id: str):
+        row = yield from self._read(
             f"SELECT id, mailboxbase, name, uidvalidity FROM {self.ks}.mailbox WHERE id = ?", [_id(mailbox_id)]
         )
         if row is None or row["mailboxbase"] is None:
             return row
         return {**row, "path": (row["mailboxbase"].namespace, row["mailboxbase"].user, row["name"])}
 
-    def path(self, path: tuple) -> dict | None:
+    def path(self, path: tuple):
         extra = ", uidvalidity" if self.v3 else ""
-        return self._read(
-            f"SELECT mailboxid, WRITETIME(mailboxid) AS written{extra} FROM {self.path_table} "
-            "WHERE namespace = ? AND user = ? AND mailboxname = ?",
-            list(path),
+        return (
+            yield from self._read(
+                f"SELECT mailboxid, WRITETIME(mailboxid) AS written{extra} FROM {self.path_table} "
+                "WHERE namespace = ? AND user = ? AND mailboxname = ?",
+                list(path),
+            )
         )
 
-    def highest_projected_uid(self, mailbox_id: str) -> int:
+    def highest_projected_uid(self, mailbox_id: str):
         """The highest uid messageIdTable holds for the mailbox (0 when none): its partition is sorted by uid."""
-        row = self._read(
+        row = yield from self._read(
             f"SELECT uid FROM {self.ks}.messageidtable WHERE mailboxid = ? ORDER BY uid DESC LIMIT 1", [_id(mailbox_id)]
         )
         return 0 if row is None else row["uid"]
 
-    def referenced(self, mailbox_id: str) -> bool:
+    def referenced(self, mailbox_id: str):
         """Does messageIdTable still hold a message of this mailbox (a live second look after the truth scan)?"""
-        row = self._run(
-            f"SELECT uid FROM {self.ks}.messageidtable WHERE mailboxid = ? LIMIT 1", [_id(mailbox_id)], "LOCAL_QUORUM"
-        ).one()
-        return row is not None
+        rows = yield from self._rows(
+            f"SELECT uid FROM {self.ks}.messageidtable WHERE mailboxid = ? LIMIT 1",
+            [_id(mailbox_id)],
+            DEFAULT_CONSISTENCY_LEVEL,
+        )
+        return bool(rows)
 
     # ---- writes, LWT -----------------------------------------------------------------------------------------
 
-    def register(self, path: tuple, mailbox_id: str, uidvalidity) -> bool:
+    def register(self, path: tuple, mailbox_id: str, uidvalidity):
         if self.v3:
-            return self._applied(
-                f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid, uidvalidity) "
-                "VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
-                [*path, _id(mailbox_id), uidvalidity],
+            return (
+                yield from self._applied(
+                    f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid, uidvalidity) "
+                    "VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+                    [*path, _id(mailbox_id), uidvalidity],
+                )
             )
-        return self._applied(
-            f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid) "
-            "VALUES (?, ?, ?, ?) IF NOT EXISTS",
-            [*path, _id(mailbox_id)],
+        return (
+            yield from self._applied(
+                f"INSERT INTO {self.path_table} (namespace, user, mailboxname, mailboxid) "
+                "VALUES (?, ?, ?, ?) IF NOT EXISTS",
+                [*path, _id(mailbox_id)],
+            )
         )
 
-    def unregister(self, path: tuple, mailbox_id: str) -> bool:
-        return self._applied(
-            f"DELETE FROM {self.path_table} WHERE namespace = ? AND user = ? AND mailboxname = ? IF mailboxid = ?",
-            [*path, _id(mailbox_id)],
+    def unregister(self, path: tuple, mailbox_id: str):
+        return (
+            yield from self._applied(
+                f"DELETE FROM {self.path_table} WHERE namespace = ? AND user = ? AND mailboxname = ? IF mailboxid = ?",
+                [*path, _id(mailbox_id)],
+            )
         )
 
-    def create_mailbox(self, mailbox_id: str, path: tuple, uidvalidity) -> bool:
-        return self._applied(
-            f"INSERT INTO {self.ks}.mailbox (id, mailboxbase, name, uidvalidity) "
-            "VALUES (?, {namespace: ?, user: ?}, ?, ?) IF NOT EXISTS",
-            [_id(mailbox_id), *path, uidvalidity],
+    def create_mailbox(self, mailbox_id: str, path: tuple, uidvalidity):
+        return (
+            yield from self._applied(
+                f"INSERT INTO {self.ks}.mailbox (id, mailboxbase, name, uidvalidity) "
+                "VALUES (?, {namespace: ?, user: ?}, ?, ?) IF NOT EXISTS",
+                [_id(mailbox_id), *path, uidvalidity],
+            )
         )
 
-    def move_mailbox_row(self, mailbox_id: str, old: tuple, new: tuple) -> bool:
+    def move_mailbox_row(self, mailbox_id: str, old: tuple, new: tuple):
         """Point the mailbox row at `new`, only if it still holds `old`."""
-        return self._applied(
-            f"UPDATE {self.ks}.mailbox SET mailboxbase = {{namespace: ?, user: ?}}, name = ? WHERE id = ? "
-            "IF mailboxbase = {namespace: ?, user: ?} AND name = ?",
-            [*new, _id(mailbox_id), *old],
+        return (
+            yield from self._applied(
+                f"UPDATE {self.ks}.mailbox SET mailboxbase = {{namespace: ?, user: ?}}, name = ? WHERE id = ? "
+                "IF mailboxbase = {namespace: ?, user: ?} AND name = ?",
+                [*new, _id(mailbox_id), *old],
+            )
         )
 
-    def delete_mailbox(self, mailbox_id: str, path: tuple) -> bool:
-        return self._applied(
-            f"DELETE FROM {self.ks}.mailbox WHERE id = ? IF mailboxbase = {{namespace: ?, user: ?}} AND name = ?",
-            [_id(mailbox_id), *path],
+    def delete_mailbox(self, mailbox_id: str, path: tuple):
+        return (
+            yield from self._applied(
+                f"DELETE FROM {self.ks}.mailbox WHERE id = ? IF mailboxbase = {{namespace: ?, user: ?}} AND name = ?",
+                [_id(mailbox_id), *path],
+            )
         )
 
     # ---- merge: messages and ACL -----------------------------------------------------------------------------
 
-    def _next(self, table: str, column: str, mailbox_id: str, floor: int = 0) -> int:
+    def _next(self, table: str, column: str, mailbox_id: str, floor: int = 0):
         """The next value of a compare-and-set generator (messageCounter.nextUid, modseq.nextModseq) as James's
         CassandraUidProvider / CassandraModSeqProvider hand them out: read the last value given, then
         `UPDATE ... IF nextUid = <read>` (or `INSERT ... IF NOT EXISTS` when the mailbox has no row), retried.
@@ -171,23 +193,27 @@ class MailboxStore:
         """
         key = _id(mailbox_id)
         for _ in range(100):
-            row = self._read(f"SELECT {column} FROM {self.ks}.{table} WHERE mailboxid = ?", [key])
+            row = yield from self._read(f"SELECT {column} FROM {self.ks}.{table} WHERE mailboxid = ?", [key])
             if row is None:
                 value = floor + 1
-                if self._applied(
-                    f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, ?) IF NOT EXISTS", [key, value]
+                if (
+                    yield from self._applied(
+                        f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, ?) IF NOT EXISTS", [key, value]
+                    )
                 ):
                     return value
                 continue
             value = max(row[column] or 0, floor) + 1
-            if self._applied(
-                f"UPDATE {self.ks}.{table} SET {column} = ? WHERE mailboxid = ? IF {column} = ?",
-                [value, key, row[column]],
+            if (
+                yield from self._applied(
+                    f"UPDATE {self.ks}.{table} SET {column} = ? WHERE mailboxid = ? IF {column} = ?",
+                    [value, key, row[column]],
+                )
             ):
                 return value
         raise RuntimeError(f"{table} of {mailbox_id}: no compare-and-set succeeded in 100 tries")
 
-    def move_message(self, message_id: str, loser: str, uid: int, winner: str, floor: "Floor") -> bool:
+    def move_message(self, message_id: str, loser: str, uid: int, winner: str, floor: "Floor"):
         """One message of the loser into the winner at a new uid and modseq (what James's merge does through
         setInMailboxes); False when the loser no longer holds it.
 
@@ -196,49 +222,58 @@ class MailboxStore:
         the uid is claimed first in messageIdTable, whose key is (mailboxid, uid), with `IF NOT EXISTS`: a uid already
         given is never overwritten, the next one is taken instead (and a crash between the writes leaves a
         projection row the messages repair drops, while the loser still holds the message for the next run)."""
-        row = self._read(
+        row = yield from self._read(
             f"SELECT * FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
             [_id(message_id), _id(loser), uid],
         )
         if row is None:
             return False
         for _ in range(10):
-            moved = {**row, "mailboxid": _id(winner), "uid": self._next("messagecounter", "nextuid", winner, floor.uid)}
-            moved["modseq"] = self._next("modseq", "nextmodseq", winner, floor.modseq)
+            next_uid = yield from self._next("messagecounter", "nextuid", winner, floor.uid)
+            moved = {**row, "mailboxid": _id(winner), "uid": next_uid}
+            moved["modseq"] = yield from self._next("modseq", "nextmodseq", winner, floor.modseq)
             columns = list(moved)
             values = [moved[column] for column in columns]
             marks = ", ".join("?" for _ in columns)
-            if self._applied(
-                f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
+            if (
+                yield from self._applied(
+                    f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS",
+                    values,
+                )
             ):
                 break
-            floor.uid = max(floor.uid, moved["uid"], self.highest_projected_uid(winner))
+            highest = yield from self.highest_projected_uid(winner)
+            floor.uid = max(floor.uid, moved["uid"], highest)
         else:
             raise RuntimeError(f"no free uid of {winner} in messageIdTable after 10 tries")
-        if not self._applied(
-            f"INSERT INTO {self.ks}.imapuidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
+        if not (
+            yield from self._applied(
+                f"INSERT INTO {self.ks}.imapuidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
+            )
         ):
             raise RuntimeError(f"message {message_id} is already at uid {moved['uid']} of {winner} in imapUidTable")
-        self._run(
+        yield from self._rows(
             f"DELETE FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ? IF EXISTS",
             [_id(message_id), _id(loser), uid],
         )
-        self._run(f"DELETE FROM {self.ks}.messageidtable WHERE mailboxid = ? AND uid = ?", [_id(loser), uid])
+        yield from self._rows(
+            f"DELETE FROM {self.ks}.messageidtable WHERE mailboxid = ? AND uid = ?", [_id(loser), uid]
+        )
         return True
 
-    def acl(self, mailbox_id: str) -> tuple[dict[str, str], object]:
+    def acl(self, mailbox_id: str):
         """(entries, version) of the mailbox's ACL truth: 3.9 the last eventId, 3.5 the acl row's version (None: no
         ACL yet). MalformedTruth when it cannot be read: a merge is then not certain."""
         if self.v3:
-            row = self._read(
+            row = yield from self._read(
                 f"SELECT eventid, event FROM {self.ks}.eventstore WHERE aggregateid = ? ORDER BY eventid DESC LIMIT 1",
                 [str(mailbox_id)],
             )
             return (parse_acl(row["event"], "3.9"), row["eventid"]) if row else ({}, None)
-        row = self._read(f"SELECT acl, version FROM {self.ks}.acl WHERE id = ?", [_id(mailbox_id)])
+        row = yield from self._read(f"SELECT acl, version FROM {self.ks}.acl WHERE id = ?", [_id(mailbox_id)])
         return (parse_acl(row["acl"], "3.5"), row["version"]) if row else ({}, None)
 
-    def write_acl(self, mailbox_id: str, old: dict, new: dict, version) -> bool:
+    def write_acl(self, mailbox_id: str, old: dict, new: dict, version):
         if self.v3:
             event_id = 0 if version is None else version + 1
             event = {
@@ -247,18 +282,25 @@ class MailboxStore:
                 "type": "acl-updated",
                 "aclDiff": {"oldAcl": {"entries": old}, "newAcl": {"entries": new}},
             }
-            return self._applied(
-                f"INSERT INTO {self.ks}.eventstore (aggregateid, eventid, event) VALUES (?, ?, ?) IF NOT EXISTS",
-                [str(mailbox_id), event_id, json.dumps(event, separators=(",", ":"))],
+            return (
+                yield from self._applied(
+                    f"INSERT INTO {self.ks}.eventstore (aggregateid, eventid, event) VALUES (?, ?, ?) IF NOT EXISTS",
+                    [str(mailbox_id), event_id, json.dumps(event, separators=(",", ":"))],
+                )
             )
         text = json.dumps({"entries": new}, separators=(",", ":"))
         if version is None:
-            return self._applied(
-                f"INSERT INTO {self.ks}.acl (id, acl, version) VALUES (?, ?, 0) IF NOT EXISTS", [_id(mailbox_id), text]
+            return (
+                yield from self._applied(
+                    f"INSERT INTO {self.ks}.acl (id, acl, version) VALUES (?, ?, 0) IF NOT EXISTS",
+                    [_id(mailbox_id), text],
+                )
             )
-        return self._applied(
-            f"UPDATE {self.ks}.acl SET acl = ?, version = ? WHERE id = ? IF version = ?",
-            [text, version + 1, _id(mailbox_id), version],
+        return (
+            yield from self._applied(
+                f"UPDATE {self.ks}.acl SET acl = ?, version = ? WHERE id = ? IF version = ?",
+                [text, version + 1, _id(mailbox_id), version],
+            )
         )
 
 
@@ -289,64 +331,65 @@ def _row_path(finding: dict) -> tuple:
     return tuple(finding[part] for part in d.PATH)
 
 
-# ---- one action per kind ----------------------------------------------------------------------------------------
+# ---- one action per kind: re-check steps (engine.live) answering the outcome ----------------------------------
 
 
-def orphan_mailbox(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def orphan_mailbox(store: MailboxStore, finding: dict, options: PolicyOptions):
     path, mailbox_id = _row_path(finding), finding["mailboxId"]
-    row = store.mailbox(mailbox_id)
+    row = yield from store.mailbox(mailbox_id)
     if row is None or row.get("path") != path:
         return _outcome(finding, CHANGED, {"mailboxRow": None if row is None else _path_text(row["path"])})
-    registered = store.path(path)
+    registered = yield from store.path(path)
     if registered is not None:
         taken = str(registered["mailboxid"])
         return _outcome(finding, CHANGED if taken == mailbox_id else PATH_TAKEN, {"registeredId": taken})
     if not options.write:
         return _outcome(finding, PATH_REGISTERED, {"wouldDo": True})
-    if store.register(path, mailbox_id, row["uidvalidity"]):
+    if (yield from store.register(path, mailbox_id, row["uidvalidity"])):
         return _outcome(finding, PATH_REGISTERED)
-    return _outcome(finding, PATH_TAKEN, {"registeredId": str((store.path(path) or {}).get("mailboxid"))})
+    taken = (yield from store.path(path)) or {}
+    return _outcome(finding, PATH_TAKEN, {"registeredId": str(taken.get("mailboxid"))})
 
 
-def orphan_path(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def orphan_path(store: MailboxStore, finding: dict, options: PolicyOptions):
     path, mailbox_id = _row_path(finding), finding["mailboxId"]
-    registered = store.path(path)
+    registered = yield from store.path(path)
     if registered is None or str(registered["mailboxid"]) != mailbox_id:
         return _outcome(finding, CHANGED)
-    if store.mailbox(mailbox_id) is not None:
+    if (yield from store.mailbox(mailbox_id)) is not None:
         return _outcome(finding, CHANGED, {"mailboxRow": "exists"})
-    referenced = finding["messages"] > 0 or store.referenced(mailbox_id)
+    referenced = finding["messages"] > 0 or (yield from store.referenced(mailbox_id))
     detail = {"referencedByMessages": referenced, "messages": finding["messages"]}
     if referenced and options.orphan_paths == RECREATE_WHEN_REFERENCED:
         if not options.write:
             return _outcome(finding, MAILBOX_RECREATED, {**detail, "wouldDo": True})
         uidvalidity = registered.get("uidvalidity") or random.randint(1, 2**32 - 1)
-        if store.create_mailbox(mailbox_id, path, uidvalidity):
+        if (yield from store.create_mailbox(mailbox_id, path, uidvalidity)):
             return _outcome(finding, MAILBOX_RECREATED, detail)
         return _outcome(finding, CHANGED, {**detail, "mailboxRow": "created meanwhile"})
     if not options.write:
         return _outcome(finding, PATH_DELETED, {**detail, "wouldDo": True})
-    if store.unregister(path, mailbox_id):
+    if (yield from store.unregister(path, mailbox_id)):
         return _outcome(finding, PATH_DELETED, detail)
     return _outcome(finding, CHANGED, detail)
 
 
-def _realign(store: MailboxStore, finding: dict, mailbox_id: str, keep: tuple, write: bool) -> str | None:
+def _realign(store: MailboxStore, finding: dict, mailbox_id: str, keep: tuple, write: bool):
     """Point the mailbox row at `keep`; None when done (or nothing to do), else the outcome that stops the fix."""
-    row = store.mailbox(mailbox_id)
+    row = yield from store.mailbox(mailbox_id)
     if row is None or row.get("path") == keep:
         return None
-    if write and not store.move_mailbox_row(mailbox_id, row["path"], keep):
+    if write and not (yield from store.move_mailbox_row(mailbox_id, row["path"], keep)):
         return CHANGED
     return None
 
 
-def one_id_two_paths(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def one_id_two_paths(store: MailboxStore, finding: dict, options: PolicyOptions):
     mailbox_id = finding["mailboxId"]
     current = []
     for entry in finding["paths"]:
         path = (entry["namespace"], entry["user"], entry["name"])
-        registered = store.path(path)
+        registered = yield from store.path(path)
         if registered is not None and str(registered["mailboxid"]) == mailbox_id:
             current.append((registered["written"], _path_text(path), path))
     if len(current) < 2:
@@ -354,43 +397,45 @@ def one_id_two_paths(store: MailboxStore, finding: dict, options: PolicyOptions)
     current.sort()
     keep = current[-1][2]
     detail = {"kept": _path_text(keep), "dropped": [text for _, text, _ in current[:-1]]}
-    stop = _realign(store, finding, mailbox_id, keep, options.write)
+    stop = yield from _realign(store, finding, mailbox_id, keep, options.write)
     if stop:
         return _outcome(finding, stop, detail)
     if options.write:
         for _, _, path in current[:-1]:
-            store.unregister(path, mailbox_id)
+            yield from store.unregister(path, mailbox_id)
     return _outcome(finding, KEPT_LATEST_PATH, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
-def mailbox_path_outdated(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def mailbox_path_outdated(store: MailboxStore, finding: dict, options: PolicyOptions):
     mailbox_id, own = finding["mailboxId"], _row_path(finding)
     entries = finding["paths"]
     target = (entries[0]["namespace"], entries[0]["user"], entries[0]["name"])
-    registered = store.path(target)
-    row = store.mailbox(mailbox_id)
+    registered = yield from store.path(target)
+    row = yield from store.mailbox(mailbox_id)
     if (
         registered is None
         or str(registered["mailboxid"]) != mailbox_id
         or row is None
         or row.get("path") != own
-        or store.path(own) is not None
+        or (yield from store.path(own)) is not None
     ):
         return _outcome(finding, CHANGED)
     detail = {"from": _path_text(own), "to": _path_text(target)}
-    if options.write and not store.move_mailbox_row(mailbox_id, own, target):
+    if options.write and not (yield from store.move_mailbox_row(mailbox_id, own, target)):
         return _outcome(finding, CHANGED, detail)
     return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
-def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, options: PolicyOptions):
     """James master's `realignStaleProjection`: the row moves onto the one path its id is registered under, while
     its own path stays with the id registered there. James re-reads the path at STRONG and saves the row
     unconditionally; here every row involved is re-read at SERIAL and the move is conditioned on the row's path."""
     mailbox_id, own = finding["mailboxId"], _row_path(finding)
     entries = finding["paths"]
     target = (entries[0]["namespace"], entries[0]["user"], entries[0]["name"])
-    registered, owner, row = store.path(target), store.path(own), store.mailbox(mailbox_id)
+    registered = yield from store.path(target)
+    owner = yield from store.path(own)
+    row = yield from store.mailbox(mailbox_id)
     if (
         registered is None
         or str(registered["mailboxid"]) != mailbox_id
@@ -401,7 +446,7 @@ def mailbox_registered_elsewhere(store: MailboxStore, finding: dict, options: Po
     ):
         return _outcome(finding, CHANGED)
     detail = {"from": _path_text(own), "to": _path_text(target), "pathOwner": str(owner["mailboxid"])}
-    if options.write and not store.move_mailbox_row(mailbox_id, own, target):
+    if options.write and not (yield from store.move_mailbox_row(mailbox_id, own, target)):
         return _outcome(finding, CHANGED, detail)
     return _outcome(finding, MAILBOX_REALIGNED, {**detail, **({} if options.write else {"wouldDo": True})})
 
@@ -419,21 +464,21 @@ def merge_plan(finding: dict) -> dict | None:
     return {"mergeDestination": winner, "mergeOrigins": [loser["mailboxId"] for loser in losers]}
 
 
-def _move_loser_messages(store: MailboxStore, finding: dict, plan: dict) -> int:
+def _move_loser_messages(store: MailboxStore, finding: dict, plan: dict):
     """Every message of the losers into the winner, in uid order; how many moved."""
     winner = plan["mergeDestination"]
     messages = sorted(finding.get("loserMessages") or [], key=lambda message: message["uid"])
     # The winner's highest uid and modseq: imapUidTable's from the scan (offline: nothing adds messages since),
     # messageIdTable's re-read now; moved messages are numbered above both whatever the counters say.
+    projected = (yield from store.highest_projected_uid(winner)) if messages else 0
     floor = Floor(
-        uid=max(finding.get("winnerHighestUid") or 0, store.highest_projected_uid(winner) if messages else 0),
-        modseq=finding.get("winnerHighestModseq") or 0,
+        uid=max(finding.get("winnerHighestUid") or 0, projected), modseq=finding.get("winnerHighestModseq") or 0
     )
     moved = 0
     for loser in plan["mergeOrigins"]:
         for message in messages:
             if message["mailboxId"] == loser:
-                moved += store.move_message(message["messageId"], loser, message["uid"], winner, floor)
+                moved += yield from store.move_message(message["messageId"], loser, message["uid"], winner, floor)
     return moved
 
 
@@ -448,33 +493,37 @@ def merged_acl(winner: dict[str, str], losers: list[dict[str, str]]) -> dict[str
     return merged
 
 
-def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
+def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions):
     plan = merge_plan(finding)
     if not options.merge:
         return _outcome(finding, REPORTED, {"merge": plan})
     if plan is None:
         return _outcome(finding, REPORTED, {"merge": None, "why": "no certain winner, or a loser is registered"})
     path, winner = _row_path(finding), plan["mergeDestination"]
-    registered = store.path(path)
+    registered = yield from store.path(path)
     if registered is None or str(registered["mailboxid"]) != winner:
         return _outcome(finding, CHANGED, {"merge": plan})
-    rows = {mailbox_id: store.mailbox(mailbox_id) for mailbox_id in [winner, *plan["mergeOrigins"]]}
+    rows = {}
+    for mailbox_id in [winner, *plan["mergeOrigins"]]:
+        rows[mailbox_id] = yield from store.mailbox(mailbox_id)
     if any(row is None or row.get("path") != path for row in rows.values()):
         return _outcome(finding, CHANGED, {"merge": plan})
+    acls = {}
     try:
-        acls = {mailbox_id: store.acl(mailbox_id) for mailbox_id in rows}
+        for mailbox_id in rows:
+            acls[mailbox_id] = yield from store.acl(mailbox_id)
     except MalformedTruth as unreadable:
         return _outcome(finding, REPORTED, {"merge": plan, "why": f"an ACL cannot be read: {unreadable}"})
     if not options.write:
         return _outcome(finding, MERGED, {"merge": plan, "wouldDo": True})
-    moved = _move_loser_messages(store, finding, plan)
+    moved = yield from _move_loser_messages(store, finding, plan)
     merged = merged_acl(acls[winner][0], [acls[loser][0] for loser in plan["mergeOrigins"]])
-    if merged != acls[winner][0] and not store.write_acl(winner, acls[winner][0], merged, acls[winner][1]):
+    if merged != acls[winner][0] and not (yield from store.write_acl(winner, acls[winner][0], merged, acls[winner][1])):
         return _outcome(finding, FAILED, {"merge": plan, "movedMessages": moved}, "the winner's ACL changed meanwhile")
     for loser in plan["mergeOrigins"]:
         if acls[loser][0]:
-            store.write_acl(loser, acls[loser][0], {}, acls[loser][1])  # a deleted mailbox's ACL is empty
-        store.delete_mailbox(loser, path)
+            yield from store.write_acl(loser, acls[loser][0], {}, acls[loser][1])  # a deleted mailbox's ACL is empty
+        yield from store.delete_mailbox(loser, path)
     return _outcome(finding, MERGED, {"merge": plan, "movedMessages": moved, "acl": merged})
 
 
@@ -489,23 +538,29 @@ ACTIONS = {
 }
 
 
-def act(store: MailboxStore, finding: dict, options: PolicyOptions) -> dict:
-    """The action of the finding's kind, its outcome; a kind without action is reported, a failure is an outcome."""
+def act(store: MailboxStore, finding: dict, options: PolicyOptions):
+    """The action of the finding's kind (steps), its outcome; a kind without action is reported, a failure is an
+    outcome."""
     action = ACTIONS.get(finding["kind"])
+    if action is None:
+        return _outcome(finding, REPORTED)
     try:
-        return action(store, finding, options) if action else _outcome(finding, REPORTED)
+        return (yield from action(store, finding, options))
     except Exception as error:  # noqa: BLE001 - one finding's failure is reported, the others go on
         return _outcome(finding, FAILED, error=f"{type(error).__name__}: {str(error)[:300]}")
 
 
-def apply_partition(options: PolicyOptions):
-    """mapPartitions function: findings (Rows) -> outcome tuples (OUTCOME_SCHEMA)."""
+@dataclass(frozen=True)
+class MailboxPolicy:
+    """The mailbox repair's policy for the engine's partition applier: one action per finding, in its own task
+    order (no grouping), its identity the mailbox id and path."""
 
-    def run(rows):
-        session = executor_session(options.settings)
-        store = MailboxStore(session, options)
-        for row in rows:
-            outcome = act(store, row.asDict(recursive=True), options)
-            yield tuple(outcome[name] for name in ("kind", "action", "mailboxId", "mailboxPath", "detail", "error"))
+    options: PolicyOptions
+    group_columns: tuple[str, ...] = ()
 
-    return run
+    def open(self, session, context) -> MailboxStore:
+        """The store of one task, writing only when the engine's context says so (a repair, not a check)."""
+        return MailboxStore(session, replace(self.options, write=context.write))
+
+    def sample(self, finding) -> str:
+        return json.dumps({"mailboxId": finding["mailboxId"], "mailboxPath": finding["mailboxPath"]}, sort_keys=True)

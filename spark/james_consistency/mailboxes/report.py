@@ -4,6 +4,7 @@ counts per kind, orphan paths with their message references, conflicts with the 
 
 import json
 
+from james_consistency.engine.reports import RunReport
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes.policy import merge_plan
 
@@ -124,42 +125,39 @@ PLANNED_ACTIONS = {
 }
 
 
-def approval_summary(report: dict, sample_size: int = 10) -> str:
+def approval_summary(report: RunReport, sample_size: int = 10) -> str:
     """Markdown for the approval form: counts per kind, the conflicts, orphan paths and a sample."""
     lines = [
-        f"**Keyspace** `{report['keyspace']}` (James {report.get('generation')}): "
-        f"{report.get('processedMailboxEntries', 0)} mailbox rows, "
-        f"{report.get('processedMailboxPathEntries', 0)} path registrations.",
+        f"**Keyspace** `{report.keyspace}` (James {report.generation}): "
+        f"{report.processedMailboxEntries or 0} mailbox rows, "
+        f"{report.processedMailboxPathEntries or 0} path registrations.",
         "",
         "| inconsistency | found | planned action |",
         "|---|---:|---|",
     ]
-    for kind, count in report.get("inconsistencies", {}).items():
+    for kind, count in report.inconsistencies.items():
         lines.append(f"| {kind} | {count} | {PLANNED_ACTIONS[kind]} |")
-    planned = report.get("plannedActions") or {}
-    if planned:
-        lines += [
-            "",
-            "**Planned actions** (re-checked at SERIAL now): " + ", ".join(f"{k} {v}" for k, v in planned.items()),
-        ]
+    if report.plannedActions:
+        planned = ", ".join(f"{action} {count}" for action, count in report.plannedActions.items())
+        lines += ["", f"**Planned actions** (re-checked at SERIAL now): {planned}"]
     lines += _conflict_lines(report, sample_size)
-    orphans = report.get("orphanPaths", [])
+    orphans = report.orphanPaths or []
     if orphans:
         lines += ["", "**Orphan paths**:"]
         for item in orphans[:sample_size]:
             refs = f"{item['messages']} messages reference it" if item["referencedByMessages"] else "no message"
             lines.append(f"- `{item['mailboxPath']}` -> `{item['mailboxId']}`: {refs}")
-    sample = report.get("sample", [])
+    sample = report.sample or []
     if sample:
-        lines += ["", f"**Sample** ({min(len(sample), sample_size)} of {sum(report['inconsistencies'].values())}):"]
+        lines += ["", f"**Sample** ({min(len(sample), sample_size)} of {report.found}):"]
         for item in sample[:sample_size]:
             lines.append(f"- {item['kind']}: `{item['mailboxId']}` `{item['mailboxPath']}`")
     return "\n".join(lines)
 
 
-def _conflict_lines(report: dict, sample_size: int) -> list[str]:
+def _conflict_lines(report: RunReport, sample_size: int) -> list[str]:
     """The conflicts with their merge (or why none), then each conflicting entry as both tables see it."""
-    conflicts, entries = report.get("conflicts", []), report.get("conflictingEntries", [])
+    conflicts, entries = report.conflicts or [], report.conflictingEntries or []
     if not (conflicts or entries):
         return []
     lines = ["", f"**Conflicts** ({len(entries)} conflicting entries, never guessed):"]

@@ -1,0 +1,233 @@
+"""A projection's scan: the truth and the projection read once (whole, or in journalled token ranges), the projection
+the truth derives compared with the one scanned, key by key, and the inconsistent keys written to the run's work
+folder as candidates; the truth's health and the plan measured on the way (one pass, Observations). A repair or
+verify with `reuse_scan` takes the scan the check kept in the same work folder instead.
+"""
+
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from functools import partial
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from james_consistency.engine import work_folder
+from james_consistency.engine.candidates import candidates_by_key, with_sample
+from james_consistency.engine.diff import KINDS, ORPHAN, compare, digested, plan_metrics
+from james_consistency.engine.ranges import Journal, RangedScan, Window, WindowEnded, in_ranges, partition_key
+from james_consistency.engine.run import Run, Scan
+from james_consistency.engine.spec import ProjectionSpec
+from james_consistency.engine.tables import read_table
+from james_consistency.errors import OperatorError
+from james_consistency.paths import LOCAL_DIR
+
+log = logging.getLogger("james_consistency")
+
+# A kept scan older than this is not reused: the repair would work from a picture of another night.
+MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
+CANDIDATES = "candidates"
+
+
+def scan(run: Run) -> Scan:
+    """The truth and the projection scanned once (or the check's scan reused); the diff's candidates written to the
+    work folder, the truth's health and the plan measured on the way. Kept for a repair or verify that reuses it."""
+    if run.options.reuse_scan:
+        return kept_scan(run)
+    spec = run.repair.spec
+    decided = _scan_ranges(run) if _scans_in_ranges(run) else None
+    truth = spec.truth.scan(partial(_read, run))
+    projection = _read_projection(run)
+    truth_health = Observation(f"truth-{run.run_id}")
+    observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
+    compared = diff_with_truth(spec, observed_truth, projection, decided)
+    unreadable, unreadable_errors = 0, []
+    if spec.unreadable is not None:
+        compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
+    plan_figures = Observation(f"plan-{run.run_id}")
+    keys = Observation(f"keys-{run.run_id}")
+    _write_candidates(run, compared.observe(plan_figures, *plan_metrics(compared)), truth, keys)
+    # The write above was the action over the observed frames: their Observations have their figures now.
+    metrics = plan_figures.get
+    scanned = Scan(
+        health={**truth_health.get, **keys.get},
+        metrics=metrics,
+        found={kind: metrics[kind] for kind in KINDS},
+        finished_at=time.time(),
+        run_id=run.run_id,
+        candidates=run.path(CANDIDATES),
+        unreadable=unreadable,
+        unreadable_errors=unreadable_errors,
+        truth=truth,
+    )
+    _write_json(run.spark, run.path("scan"), {"target": spec.name, "keyspace": run.keyspace, **_kept(scanned)})
+    return scanned
+
+
+def _kept(scanned: Scan) -> dict:
+    """What a repair or verify reusing the scan needs of it (the work folder's `scan` document)."""
+    return {
+        "health": scanned.health,
+        "metrics": scanned.metrics,
+        "finishedAt": scanned.finished_at,
+        "runId": scanned.run_id,
+        "unreadable": scanned.unreadable,
+        "unreadableErrors": scanned.unreadable_errors,
+    }
+
+
+def _scans_in_ranges(run: Run) -> bool:
+    """Token ranges asked for, or an unfinished ranged scan of this target and keyspace to resume (unless fresh)."""
+    options = run.options
+    return options.ranged or (
+        not options.fresh and Journal(run.settings, run.repair.spec.name, run.keyspace).unfinished()
+    )
+
+
+def _scan_ranges(run: Run):
+    """Scan the run's tables in journalled token ranges. None when every range is done; when the window ended first,
+    for a truth whose every expected row comes from one partition of its table, the filter of the expected rows the
+    finished ranges decide (their projection partition is scanned); WindowEnded for any other truth, or when no range
+    of the truth or of the projection is finished yet."""
+    spec = run.repair.spec
+    run.ranged = _ranged_scan(run)
+    run.ranged.start((*spec.truth.tables, spec.projection_table))
+    tables = _tables_read(run)
+    try:
+        run.ranged.scan(tables)
+        return None
+    except WindowEnded:
+        projection_table, projection_like = tables[-1]
+        done = run.ranged.done_ranges(projection_table, projection_like)
+        if not (spec.truth.partition_local and done and run.ranged.done_ranges(*tables[0])):
+            raise
+    key = [name.strip('"') for name in partition_key(run.settings, run.keyspace, projection_table)]
+    key_types = {column: spec.projection.cql_types[column] for column in key}
+    run.report["decidedByFinishedRanges"] = True
+    log.warning("window ended: fixing what %d finished ranges decide; the rest waits for the cycle's end", len(done))
+    return lambda expected: in_ranges(expected, key_types, run.ranged.count, done)
+
+
+def _tables_read(run: Run) -> list[tuple[str, DataFrame]]:
+    """Every (table, columns as a lazy connector read) the run's truth and projection read, the projection last."""
+    tables = []
+
+    def record(table: str, columns: tuple[str, ...]) -> DataFrame:
+        tables.append((table, read_table(run.spark, run.keyspace, table, columns)))
+        return tables[-1][1]
+
+    run.repair.spec.truth.scan(record)
+    record(run.repair.spec.projection_table, run.repair.spec.columns)
+    return tables
+
+
+def _ranged_scan(run: Run) -> RangedScan:
+    options = run.options
+    return RangedScan(
+        run.spark,
+        run.settings,
+        run.repair.spec.name,
+        run.keyspace,
+        options.truth_consistency,
+        Window(options.until, options.max_ranges),
+        ranges=options.ranges or 0,
+        fresh=options.fresh,
+        work_root=options.work_root or str(LOCAL_DIR / "runs"),
+    )
+
+
+def _read(run: Run, table: str, columns: tuple[str, ...]) -> DataFrame:
+    """A table as the run reads it: a connector scan, or, in a ranged scan, the rows its ranges kept."""
+    connector_scan = read_table(run.spark, run.keyspace, table, columns)
+    return run.ranged.table(table, connector_scan) if run.ranged else connector_scan
+
+
+def _read_projection(run: Run) -> DataFrame:
+    """The projection's columns, only the part of the table this repair owns (the spec's view)."""
+    spec = run.repair.spec
+    projection = _read(run, spec.projection_table, spec.columns)
+    return spec.projection.view(projection) if spec.projection.view is not None else projection
+
+
+def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFrame, decided=None) -> DataFrame:
+    """The projection the truth derives, compared with the one scanned, key by key. With `decided` (a filter of the
+    expected rows whose projection partition was scanned), only what a part of the ring decides: missing and
+    outdated rows there; an orphan's truth may lie in a part not scanned yet."""
+    equivalent = spec.projection.equivalent
+    expected = spec.derive(truth) if decided is None else decided(spec.derive(truth))
+    if equivalent is not None:  # an equivalence reads the values themselves
+        compared = compare(expected, projection, spec.key, spec.value_columns, equivalent())
+    else:
+        carried = spec.diff_carried_columns
+        expected, compared_by = digested(expected, spec.key, spec.value_columns, carried)
+        projection, _ = digested(projection, spec.key, spec.value_columns, carried)
+        compared = compare(expected, projection, spec.key, compared_by)
+    return compared if decided is None else compared.where(F.col("kind").isNull() | (F.col("kind") != ORPHAN))
+
+
+def _write_candidates(run: Run, compared: DataFrame, truth: DataFrame, keys: Observation) -> None:
+    """The diff's inconsistent keys, and a sample of its consistent ones for a verify, written to the work folder as
+    one candidate per key; `keys` counts the keys several truth rows claim."""
+    found = with_sample(compared, run.options.verify_sample_fraction, seed=7)
+    candidates_by_key(run.repair.spec, found, truth).observe(
+        keys, F.count(F.when(F.col("expected_rows_at_key") > 1, 1)).alias("duplicate_truth_keys")
+    ).write.mode("overwrite").parquet(run.path(CANDIDATES))
+
+
+def kept_scan(run: Run) -> Scan:
+    """The scan a check kept in this run's work folder, for this target and keyspace, not older than a day."""
+    try:
+        kept = _read_json(run.spark, run.path("scan"))
+    except Exception:  # noqa: BLE001 - a missing or unreadable folder, said in one line
+        raise OperatorError(
+            f"no scan kept in {run.work_dir}: run the check with --run-dir {run.work_dir} first"
+        ) from None
+    if (kept.get("target"), kept.get("keyspace")) != (run.repair.spec.name, run.keyspace):
+        raise OperatorError(
+            f"{run.work_dir} holds a scan of {kept.get('target')} on {kept.get('keyspace')}, "
+            f"not of {run.repair.spec.name} on {run.keyspace}"
+        )
+    age = time.time() - kept["finishedAt"]
+    if age > MAX_REUSED_SCAN_AGE_SECONDS:
+        raise OperatorError(f"the scan kept in {run.work_dir} is {age / 3600:.0f} hours old: run a new check")
+    run.report["reusedScan"] = {
+        "runId": kept["runId"],
+        "scannedAt": datetime.fromtimestamp(kept["finishedAt"], UTC).isoformat(),
+    }
+    return Scan(
+        health=kept["health"],
+        metrics=kept["metrics"],
+        found={kind: kept["metrics"][kind] for kind in KINDS},
+        finished_at=kept["finishedAt"],
+        run_id=kept["runId"],
+        candidates=run.path(CANDIDATES),
+        unreadable=kept["unreadable"],
+        unreadable_errors=kept["unreadableErrors"],
+    )
+
+
+def _leave_unreadable_truth_alone(run: Run, truth: DataFrame, compared: DataFrame) -> tuple[DataFrame, int, list]:
+    """Truth units (e.g. a mailbox's ACL) that cannot be read are reported as errors, and every projection row of
+    theirs is taken out of the diff: an unreadable truth must never look like an empty one."""
+    spec = run.repair.spec
+    scope = spec.unreadable.scope_column
+    bad = spec.unreadable.find(truth).select(F.col("mailbox").cast("string").alias(scope), "problem").cache()
+    count = bad.count()
+    errors = []
+    if count:
+        label = spec.sample.names.get(scope, scope)
+        errors = [
+            {label: row[scope], "kind": "unreadable-truth", "error": row["problem"]}
+            for row in bad.limit(run.options.sample_size).collect()
+        ]
+        log.warning("%d truth units cannot be read; their projection rows are left untouched", count)
+    return compared.join(F.broadcast(bad.select(scope)), on=scope, how="left_anti"), count, errors
+
+
+def _write_json(spark: SparkSession, url: str, document: dict) -> None:
+    work_folder.write_text(spark, url, json.dumps(document, default=str))
+
+
+def _read_json(spark: SparkSession, url: str) -> dict:
+    return json.loads(work_folder.read_text(spark, url))

@@ -1,0 +1,346 @@
+"""`james-consistency history`: inconsistencies found and fixed per projection over time, from the kept reports.
+
+Every job writes a JSON report (james_consistency.engine.reports.RunReport, read here whatever its schema version): the
+command line's under `.local/reports/` (`<target>-<mode>-<time>.json`, or where
+`--report` said), each Airflow DAG run's under `.local/reports/airflow/<dag>/<run>/<task>.json` (with the Great
+Expectations gate results in each report's `gates`). This module reads them back, makes one entry per run of a
+projection (the check, repair and verify reports of one DAG run are one entry; a command-line report is one entry),
+prints them as a table and, on request, draws a PNG (matplotlib, Agg backend: no display needed).
+
+An entry's `found` is what the run's first scan diffed (check, else repair, else verify); `fixed` what its repair
+added, rewrote or removed; `remaining` what its verify left; a run stopped by a gate before its diff has no `found`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from james_consistency.engine.reports import Mode, RunReport, Status, read_report
+from james_consistency.errors import OperatorError
+
+FIX_ACTIONS = ("added", "updated", "removed")
+KINDS = ("missing", "outdated", "orphan")
+MODE_ORDER = {"check": 0, "repair": 1, "verify": 2}
+STATUS_ORDER = ("FAILED", "PARTIAL", "WINDOW_ENDED", "COMPLETED", "NOT_APPLICABLE")
+
+
+@dataclass
+class RunEntry:
+    """One run of one projection, from its reports."""
+
+    when: datetime
+    target: str
+    keyspace: str
+    run: str
+    modes: list[str]
+    found: int | None
+    by_kind: dict[str, int]
+    fixed: int | None
+    failed: int | None
+    remaining: int | None
+    status: str
+    failed_gates: list[str] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    ranges: dict | None = None  # the token ranges of a ranged scan: done, total
+
+    @property
+    def status_text(self) -> str:
+        if self.failed_gates:
+            return f"{self.status} (gate {', '.join(self.failed_gates)})"
+        if self.ranges:
+            return f"{self.status} ({self.ranges['done']}/{self.ranges['total']} ranges)"
+        return self.status
+
+
+def parse_since(text: str) -> datetime:
+    """A date or date-time (ISO 8601); without a zone it is UTC."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"'{text}' is not a date (YYYY-MM-DD) or an ISO date-time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _moment(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def read_reports(folder: Path) -> tuple[list[tuple[Path, RunReport]], int]:
+    """Every run report below `folder`, of any schema version (and how many JSON files were not one)."""
+    reports, skipped = [], 0
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            reports.append((path, read_report(path)))
+        except (OSError, ValueError):
+            skipped += 1
+    return reports, skipped
+
+
+def _run_label(folder: Path, path: Path) -> str:
+    """`<dag>/<run>` for a DAG run's report, `cli` for a command-line one."""
+    relative = path.relative_to(folder)
+    if len(relative.parts) == 4 and relative.parts[0] == "airflow":
+        return f"{relative.parts[1]}/{relative.parts[2]}"
+    return "cli"
+
+
+def _fixed(report: RunReport) -> int:
+    if report.outcomes is not None:
+        return sum(outcome.count for outcome in report.outcomes if outcome.action in FIX_ACTIONS)
+    return sum(report.fixed_counts().values())
+
+
+def _entry(run: str, reports: list[tuple[Path, RunReport]]) -> RunEntry:
+    reports = sorted(reports, key=lambda item: MODE_ORDER[item[1].mode])
+    first = reports[0][1]
+    times = [
+        _moment(report.startedAt or report.finishedAt) or datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        for path, report in reports
+    ]
+    # A report holds a diff when its scan got past the truth gate (reports before expectedProjectionRows existed:
+    # when the run did not fail).
+    scanned = [
+        report
+        for _, report in reports
+        if report.expectedProjectionRows is not None or report.status in (Status.COMPLETED, Status.PARTIAL)
+    ]
+    not_applicable = [report for _, report in reports if report.status == Status.NOT_APPLICABLE]
+    measured = scanned or not_applicable
+    by_kind = measured[0].inconsistencies if measured else {}
+    found = sum(by_kind.values()) if measured else None
+    repairs = [report for _, report in reports if report.mode == Mode.REPAIR and not report.dryRun]
+    verifies = [report for _, report in reports if report.remainingInconsistencies is not None]
+    statuses = [report.status for _, report in reports]
+    status = next((s for s in STATUS_ORDER if s in statuses), statuses[-1])
+    gates = [gate.name for _, report in reports for gate in report.gates if not gate.success]
+    ranged = next((report.ranges for _, report in reversed(reports) if report.ranges is not None), None)
+    return RunEntry(
+        when=min(times),
+        target=first.target,
+        keyspace=first.keyspace,
+        run=run,
+        modes=[report.mode for _, report in reports],
+        found=found,
+        by_kind=dict(by_kind),
+        fixed=sum(_fixed(report) for report in repairs) if repairs else None,
+        failed=sum(report.failedCount or 0 for report in repairs) if repairs else None,
+        remaining=verifies[-1].remainingInconsistencies if verifies else None,
+        status=status,
+        failed_gates=gates,
+        reports=[str(path) for path, _ in reports],
+        ranges=ranged.model_dump() if ranged is not None else None,
+    )
+
+
+def collect(
+    folder: Path, target: str | None = None, since: datetime | None = None, keyspace: str | None = None
+) -> tuple[list[RunEntry], int]:
+    """The runs found in `folder`, oldest first per projection, filtered; and the count of skipped files."""
+    reports, skipped = read_reports(folder)
+    groups: dict[tuple[str, str], list[tuple[Path, RunReport]]] = {}
+    for path, report in reports:
+        run = _run_label(folder, path)
+        # A DAG run folder holds every step of the run; a command-line report is a run of its own.
+        key = (str(path.parent) if run != "cli" else str(path), report.target)
+        groups.setdefault(key, []).append((path, report))
+    entries = []
+    for (_, name), members in groups.items():
+        entry = _entry(_run_label(folder, members[0][0]), members)
+        if target and name != target:
+            continue
+        if keyspace and entry.keyspace != keyspace.lower():
+            continue
+        if since and entry.when < since:
+            continue
+        entries.append(entry)
+    return sorted(entries, key=lambda e: (e.target, e.when, e.run)), skipped
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+NUMBERS = ("found", *KINDS, "fixed", "remaining")
+COLUMNS = ("time (UTC)", "projection", "keyspace", "run", "modes", *NUMBERS, "status")
+
+
+def table_lines(entries: list[RunEntry]) -> list[str]:
+    """The table: one line per run, grouped by projection, oldest first."""
+    rows = [
+        (
+            entry.when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+            entry.target,
+            entry.keyspace,
+            entry.run,
+            "+".join(entry.modes),
+            _number(entry.found),
+            *(_number(entry.by_kind.get(kind)) if entry.found is not None else "-" for kind in KINDS),
+            _number(entry.fixed),
+            _number(entry.remaining),
+            entry.status_text,
+        )
+        for entry in entries
+    ]
+    widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(COLUMNS)]
+    numeric = {COLUMNS.index(name) for name in NUMBERS}
+
+    def line(cells) -> str:
+        return "  ".join(
+            cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i]) for i, cell in enumerate(cells)
+        ).rstrip()
+
+    return [line(COLUMNS), *(line(row) for row in rows)]
+
+
+def totals_lines(entries: list[RunEntry]) -> list[str]:
+    """Per projection: runs, found, fixed, and how the last run ended."""
+    lines = []
+    for target in sorted({entry.target for entry in entries}):
+        runs = [entry for entry in entries if entry.target == target]
+        found = sum(entry.found or 0 for entry in runs)
+        fixed = sum(entry.fixed or 0 for entry in runs)
+        last = runs[-1]
+        lines.append(
+            f"{target}: {len(runs)} runs, {found} inconsistencies found, {fixed} fixed; "
+            f"last run {last.when.astimezone(UTC):%Y-%m-%d %H:%M} {last.status_text}"
+        )
+    return lines
+
+
+def _color(target: str) -> str:
+    """One stable colour per projection (the same in every plot)."""
+    from matplotlib import colormaps
+
+    from james_consistency.projections import TARGETS
+
+    index = TARGETS.index(target) if target in TARGETS else len(TARGETS) + sum(map(ord, target))
+    return colormaps["tab10"](index % 10)
+
+
+def series(entries: list[RunEntry]) -> dict[str, list[tuple[datetime, int]]]:
+    """What the plot draws: '<projection> found' and '<projection> fixed', (time, count) points each."""
+    drawn: dict[str, list[tuple[datetime, int]]] = {}
+    for entry in entries:
+        if entry.found is not None:
+            drawn.setdefault(f"{entry.target} found", []).append((entry.when, entry.found))
+        if entry.fixed is not None:
+            drawn.setdefault(f"{entry.target} fixed", []).append((entry.when, entry.fixed))
+    return drawn
+
+
+def plot(entries: list[RunEntry], path: Path) -> dict[str, list[tuple[datetime, int]]]:
+    """A PNG: inconsistencies found (top) and fixed (bottom) per projection over time; failed runs marked with a
+    red cross. The series drawn are also in the PNG's `Series` text chunk (JSON: label -> number of points, and
+    `failed runs`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    drawn = series(entries)
+    figure, (found_axis, fixed_axis) = plt.subplots(2, 1, figsize=(11, 7), sharex=True, constrained_layout=True)
+    for label, points in drawn.items():
+        target, what = label.rsplit(" ", 1)
+        axis = found_axis if what == "found" else fixed_axis
+        times, counts = zip(*points, strict=True)
+        axis.plot(times, counts, marker="o", linewidth=2, color=_color(target), label=target)
+    failed = [entry for entry in entries if entry.status == "FAILED"]
+    if failed:
+        found_axis.scatter(
+            [entry.when for entry in failed],
+            [entry.found or 0 for entry in failed],
+            marker="x",
+            s=80,
+            color="red",
+            zorder=3,
+            label="failed run",
+        )
+    found_axis.set_title("Inconsistencies found per projection")
+    fixed_axis.set_title("Inconsistencies fixed per projection (repairs)")
+    for axis in (found_axis, fixed_axis):
+        axis.set_ylabel("rows")
+        axis.set_ylim(bottom=0)
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.grid(True, alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fixed_axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(fixed_axis.xaxis.get_major_locator()))
+    fixed_axis.set_xlabel("run start (UTC)")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(
+        path,
+        format="png",
+        dpi=100,
+        metadata={
+            "Title": "james-consistency history",
+            "Series": json.dumps(
+                {
+                    **{label: len(points) for label, points in drawn.items()},
+                    **({"failed runs": len(failed)} if failed else {}),
+                }
+            ),
+        },
+    )
+    plt.close(figure)
+    return drawn
+
+
+def _since_argument(text: str) -> datetime:
+    import argparse
+
+    try:
+        return parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_history_command(commands) -> None:
+    """The `history` sub-command of the `james-consistency` parser."""
+    from james_consistency.paths import REPORTS_DIR
+    from james_consistency.projections import TARGETS
+
+    history = commands.add_parser(
+        "history", help="inconsistencies found and fixed per projection over time, from the kept reports"
+    )
+    history.add_argument("--target", help=f"only this projection ({', '.join(TARGETS)}, ...)")
+    history.add_argument("--since", type=_since_argument, help="only runs started on or after (YYYY-MM-DD or ISO time)")
+    history.add_argument("--keyspace", help="only runs on this keyspace")
+    history.add_argument("--plot", metavar="FILE.png", help="also draw the history as a PNG")
+    history.add_argument("--reports", default=str(REPORTS_DIR), help=f"reports folder (default {REPORTS_DIR})")
+    history.set_defaults(handler=run_history)
+
+
+def run_history(args) -> int:
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise OperatorError("--plot draws with matplotlib: pip install 'james-consistency[plot]'")
+    folder = Path(args.reports)
+    if not folder.is_dir():
+        print(f"no reports folder {folder}")
+        return 0
+    entries, skipped = collect(folder, target=args.target, since=args.since, keyspace=args.keyspace)
+    if not entries:
+        print(f"no runs in {folder}" + (" matching the filters" if args.target or args.since or args.keyspace else ""))
+        return 0
+    for line in table_lines(entries):
+        print(line)
+    print()
+    for line in totals_lines(entries):
+        print(line)
+    if skipped:
+        print(f"({skipped} JSON files in {folder} are not consistency reports: skipped)")
+    if args.plot:
+        print(f"plot: {Path(args.plot)} ({', '.join(plot(entries, Path(args.plot)))})")
+    return 0
