@@ -6,9 +6,11 @@ context under the git-ignored `.local/gx` (or JAMES_GX_ROOT) on each run; valida
 (default 30) of each suite.
 """
 
+import fcntl
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -62,6 +64,20 @@ def prune_validation_results(root: Path, keep: int) -> int:
     return removed
 
 
+@contextmanager
+def _exclusive(root: Path):
+    """One process at a time changes a GX root: its files (great_expectations.yml, the stores of suites, validation
+    definitions and checkpoints) are rewritten whole on each change, and two jobs gating at once (a command-line check
+    during a DAG run) left them torn for both."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".gates.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _context():
     """The file context of this process (built once: it takes seconds)."""
     root = str(gx_root())
@@ -113,17 +129,18 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
     """Validate a Spark (or pandas) DataFrame against a suite of `expectations/`; results and Data Docs are kept."""
     from great_expectations.exceptions.resource_freshness import ResourceFreshnessAggregateError
 
-    # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them, so
-    # an unbounded history would make each night's gates slower than the last. The job reports keep every outcome.
-    prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
     arguments = {"batch_parameters": {"dataframe": frame}, "expectation_parameters": parameters or {}}
     engine = _engine(frame)
-    try:
-        result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
-    except ResourceFreshnessAggregateError:
-        # Another process (a job sharing this GX root) saved the suite again since this one built its objects.
-        forget_gate_objects()
-        result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
+    with _exclusive(gx_root()):
+        # Validation results (and their Data Docs pages) kept per suite: every Data Docs update indexes all of them,
+        # so an unbounded history would make each night's gates slower than the last. The reports keep every outcome.
+        prune_validation_results(gx_root(), setting("JAMES_GX_RESULTS_KEPT") - 1)
+        try:
+            result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
+        except ResourceFreshnessAggregateError:
+            # Another process (a job sharing this GX root) saved the suite again since this one built its objects.
+            forget_gate_objects()
+            result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
     root = gx_root() / "gx" / "uncommitted"
     return GateResult(
         name=suite_name,
