@@ -1,79 +1,43 @@
-"""`james-consistency`: the command line that drives the local stack and the repair jobs outside Airflow."""
+"""The local kit's commands of `james-consistency` (the product's command line, james_consistency.cli, adds them when
+the kit is installed): the local Cassandra node or ring and Spark cluster, James keyspaces, seeders and fault
+injectors, James's own code (the harness), the live-traffic writer, the demo, the local Airflow UI and the bench."""
 
 import argparse
 import json
 import os
 import sys
 
-from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
-from james_consistency.errors import NodeUnreachable, OperatorError
-from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
-from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: sizes must be 0 or more")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"rate {value} is outside 0..1")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _non_negative(text)
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1..65535")
-    return value
-
-
-def _add_connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="Cassandra contact point (default: CASSANDRA_HOST or 127.0.0.1)")
-    parser.add_argument("--port", type=_port, help="CQL port (default: CASSANDRA_PORT or 9042)")
+from james_consistency.cli import (
+    add_connection_options,
+    cassandra_settings,
+    main,
+    non_negative,
+    port,
+    rate,
+)
+from james_consistency.errors import OperatorError
 
 
 def _add_replication_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replication-factor", type=_non_negative, default=1, help="replicas of a new keyspace")
+    parser.add_argument("--replication-factor", type=non_negative, default=1, help="replicas of a new keyspace")
     parser.add_argument(
         "--datacenter", help="NetworkTopologyStrategy in this data center (e.g. datacenter1); default SimpleStrategy"
     )
 
 
-def _settings(args):
-    from james_consistency.cql import CassandraSettings
-
-    return CassandraSettings.from_env(host=args.host, port=args.port)
-
-
-def build_parser() -> argparse.ArgumentParser:
+def add_kit_commands(commands) -> None:
+    """The kit's sub-commands (james_consistency.cli.KIT_COMMANDS) on the `james-consistency` parser."""
     from james_consistency.projections import TARGETS
-
-    parser = argparse.ArgumentParser(
-        prog="james-consistency",
-        description="Consistency repairs for Apache James's Cassandra tables.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
 
     node = commands.add_parser("cassandra", help="run the local Apache Cassandra 5.0 node")
     node.add_argument("action", choices=["start", "stop", "status"])
-    node.add_argument("--port", type=_port, help="CQL port of the local node (default: CASSANDRA_PORT or 9042)")
+    node.add_argument("--port", type=port, help="CQL port of the local node (default: CASSANDRA_PORT or 9042)")
     node.add_argument("--auth", action="store_true", default=None, help="start with PasswordAuthenticator")
     node.add_argument("--tls", action="store_true", default=None, help="start with client TLS only (self-signed)")
     node.add_argument(
-        "--nodes", type=_non_negative, help="a local ring of N nodes on 127.0.0.1..N, CQL port 39042 (.local/ring)"
+        "--nodes", type=non_negative, help="a local ring of N nodes on 127.0.0.1..N, CQL port 39042 (.local/ring)"
     )
-    node.add_argument("--node", type=_non_negative, help="stop: only this ring node (1..N)")
+    node.add_argument("--node", type=non_negative, help="stop: only this ring node (1..N)")
     node.set_defaults(handler=_cassandra)
 
     cluster = commands.add_parser("spark", help="run a local Spark standalone cluster (a master and two workers)")
@@ -84,27 +48,27 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--keyspace", required=True)
     schema.add_argument("--generation", choices=["3.9", "3.5"], default="3.9")
     _add_replication_options(schema)
-    _add_connection_options(schema)
+    add_connection_options(schema)
     schema.set_defaults(handler=_schema)
 
     seed = commands.add_parser("seed", help="write a consistent James platform, as James would")
     seed.add_argument("--keyspace", required=True)
-    seed.add_argument("--users", type=_non_negative, required=True)
-    seed.add_argument("--mailboxes-per-user", type=_non_negative, required=True)
-    seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
+    seed.add_argument("--users", type=non_negative, required=True)
+    seed.add_argument("--mailboxes-per-user", type=non_negative, required=True)
+    seed.add_argument("--messages-per-mailbox", type=non_negative, required=True)
     seed.add_argument("--random-seed", type=int, default=42)
     seed.add_argument("--generation", choices=["3.9", "3.5"], help="schema of a new keyspace (default 3.9)")
     _add_replication_options(seed)
-    _add_connection_options(seed)
+    add_connection_options(seed)
     seed.set_defaults(handler=_seed)
 
     fault = commands.add_parser("break", help="inject a partial-write failure of James and record it")
     fault.add_argument("--keyspace", help="keyspace to break (not needed with --kind list)")
     fault.add_argument("--kind", required=True, help="fault kind (see --kind list)")
-    fault.add_argument("--rate", type=_rate, default=0.01, help="share of candidate rows to break, 0..1")
+    fault.add_argument("--rate", type=rate, default=0.01, help="share of candidate rows to break, 0..1")
     fault.add_argument("--random-seed", type=int, default=7)
     fault.add_argument("--manifest", help="JSON manifest path (default: .local/faults/<keyspace>-<kind>.json)")
-    _add_connection_options(fault)
+    add_connection_options(fault)
     fault.set_defaults(handler=_break)
 
     traffic = commands.add_parser(
@@ -113,10 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     traffic.add_argument("--keyspace", required=True)
     traffic.add_argument("--seconds", type=float, default=60.0, help="how long to write")
     traffic.add_argument("--ops-per-second", type=float, default=25.0, help="operations per second (0 = as fast)")
-    traffic.add_argument("--partial-share", type=_rate, default=0.1, help="share of operations stopped after the truth")
+    traffic.add_argument("--partial-share", type=rate, default=0.1, help="share of operations stopped after the truth")
     traffic.add_argument("--log", required=True, help="JSON-lines log of every write and its intended final state")
     traffic.add_argument("--random-seed", type=int, default=11)
-    _add_connection_options(traffic)
+    add_connection_options(traffic)
     traffic.set_defaults(handler=_traffic)
 
     demo = commands.add_parser(
@@ -138,23 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_james_command(commands)
 
-    from james_consistency_kit.history import add_history_command
-
-    add_history_command(commands)  # history [--target T] [--since DATE] [--plot FILE.png]
-
-    settings_table = commands.add_parser("settings", help="the deployment's JAMES_* settings, as a markdown table")
-    settings_table.set_defaults(handler=_print_settings)
-
-    for mode, help_text in (
-        ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
-        ("repair", "repair a projection from its source of truth"),
-        ("verify", "re-scan and re-check: does the projection now match its truth?"),
-    ):
-        job = commands.add_parser(mode, help=help_text)
-        _add_job_options(job, mode)
-        job.set_defaults(handler=_job, mode=mode)
-    return parser
-
 
 def _add_bench_command(commands, targets) -> None:
     """`bench TARGET [options]` times a repair; `bench report [FILES]` writes docs/benchmarks.md from the results."""
@@ -164,13 +111,13 @@ def _add_bench_command(commands, targets) -> None:
     kinds = bench.add_subparsers(dest="bench_command", required=True)
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
-        "--messages", type=_non_negative, default=1_000_000, help="messages to seed (reused if present)"
+        "--messages", type=non_negative, default=1_000_000, help="messages to seed (reused if present)"
     )
-    options.add_argument("--inconsistency-rate", type=_rate, default=0.01, help="share of messages to break, 0..1")
-    options.add_argument("--reference-sample", type=_non_negative, default=20_000, help="rows for the James reference")
+    options.add_argument("--inconsistency-rate", type=rate, default=0.01, help="share of messages to break, 0..1")
+    options.add_argument("--reference-sample", type=non_negative, default=20_000, help="rows for the James reference")
     options.add_argument(
         "--james-sample",
-        type=_non_negative,
+        type=non_negative,
         default=20_000,
         help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
     )
@@ -181,7 +128,7 @@ def _add_bench_command(commands, targets) -> None:
         action="store_true",
         help="also copy the figures into docs/benchmarks/ and rewrite docs/benchmarks.md (bench report)",
     )
-    _add_connection_options(options)
+    add_connection_options(options)
     for target in targets:
         kinds.add_parser(target, parents=[options], help=f"time the {target} repair").set_defaults(
             handler=_bench, target=target
@@ -190,13 +137,6 @@ def _add_bench_command(commands, targets) -> None:
     report.add_argument("results", nargs="*", help="result files or folders of them (default: docs/benchmarks/)")
     report.add_argument("--page", help="the page to write (default: docs/benchmarks.md; its figure beside it)")
     report.set_defaults(handler=_bench_report)
-
-
-def _print_settings(args) -> int:
-    from james_consistency.settings import render_table
-
-    print(render_table(), end="")
-    return 0
 
 
 def _add_james_command(commands) -> None:
@@ -210,28 +150,28 @@ def _add_james_command(commands) -> None:
         parser = actions.add_parser(name, help=help_text)
         parser.add_argument("--keyspace", required=keyspace_required)
         parser.add_argument("--james", choices=VERSIONS, default=DEFAULT_VERSION, help="James version of the harness")
-        _add_connection_options(parser)
+        add_connection_options(parser)
         parser.set_defaults(handler=_james)
         return parser
 
     schema = action("schema", "the keyspace with James's own tables (its CassandraModules)")
-    schema.add_argument("--replication-factor", type=_non_negative, default=1)
+    schema.add_argument("--replication-factor", type=non_negative, default=1)
     seed = action("seed", "a platform written through James's mailbox manager, mappers and DAOs")
-    seed.add_argument("--users", type=_non_negative, required=True)
-    seed.add_argument("--mailboxes-per-user", type=_non_negative, required=True)
-    seed.add_argument("--messages-per-mailbox", type=_non_negative, required=True)
+    seed.add_argument("--users", type=non_negative, required=True)
+    seed.add_argument("--mailboxes-per-user", type=non_negative, required=True)
+    seed.add_argument("--messages-per-mailbox", type=non_negative, required=True)
     seed.add_argument("--random-seed", type=int, default=42)
     fault = action("break", "James's write paths with one statement failed (TestingSession + Scenario)", False)
     fault.add_argument("--kind", help="fault kind (--list shows them)")
     fault.add_argument("--list", action="store_true", help="print the kinds of that James version")
-    fault.add_argument("--rate", type=_rate, default=0.1, help="share of the operations hit, 0..1")
-    fault.add_argument("--operations", type=_non_negative, help="operations to run (default: one per mailbox/message)")
+    fault.add_argument("--rate", type=rate, default=0.1, help="share of the operations hit, 0..1")
+    fault.add_argument("--operations", type=non_negative, help="operations to run (default: one per mailbox/message)")
     fault.add_argument("--random-seed", type=int, default=42)
     fault.add_argument("--manifest", help="JSON manifest (default: .local/faults/<keyspace>-james<V>-<kind>.json)")
     solve = action("solve", "James's own repair task, run to completion; its report as JSON")
     solve.add_argument("target", choices=["messages", "mailboxes", "counters", "quotas"])
-    solve.add_argument("--messages-per-second", type=_non_negative, help="James's rate limit (messages; default 100)")
-    solve.add_argument("--users-per-second", type=_non_negative, help="James's rate limit (quotas; default 1)")
+    solve.add_argument("--messages-per-second", type=non_negative, help="James's rate limit (messages; default 100)")
+    solve.add_argument("--users-per-second", type=non_negative, help="James's rate limit (quotas; default 1)")
 
 
 def _james(args) -> int:
@@ -263,50 +203,9 @@ def _james(args) -> int:
         for option, value in rates:
             if value is not None:
                 arguments += [option, str(value)]
-    result = james_harness.run(args.james, command, arguments, _settings(args))
+    result = james_harness.run(args.james, command, arguments, cassandra_settings(args))
     print(json.dumps(result, indent=2))
     return 0
-
-
-def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
-    from james_consistency.projections import CHECKS, TARGETS
-
-    parser.add_argument("target", choices=[*TARGETS, *CHECKS, "mailboxes"], help="what to check or repair")
-    parser.add_argument("--keyspace", required=True)
-    parser.add_argument("--report", help="JSON report path (default: .local/reports/<target>-<mode>-<time>.json)")
-    parser.add_argument("--no-gates", action="store_true", help="skip the Great Expectations gates")
-    parser.add_argument(
-        "--remove-unused-flags",
-        action="store_true",
-        help="flags only: also remove keywords no message of the mailbox uses (James itself only adds them)",
-    )
-    parser.add_argument(
-        "--run-dir", help="work folder for the kept scan, candidates and outcomes (a path or a Hadoop URL)"
-    )
-    from james_consistency.engine.job import add_range_arguments
-
-    add_range_arguments(parser)
-    if mode in ("repair", "verify"):
-        parser.add_argument(
-            "--reuse-scan",
-            action="store_true",
-            help="work from the scan the check kept in --run-dir (no second scan); the verify re-checks the check's "
-            "candidates and a sample of the consistent keys",
-        )
-    if mode == "repair":
-        parser.add_argument(
-            "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
-        )
-        parser.add_argument("--recheck-delay", type=float, default=5.0, help="seconds between scan and re-check")
-        parser.add_argument(
-            "--truth-consistency", default=DEFAULT_CONSISTENCY_LEVEL, help=f"e.g. {DEFAULT_CONSISTENCY_LEVEL} or SERIAL"
-        )
-        parser.add_argument("--max-destructive-share", type=_rate, default=DEFAULT_MAX_DESTRUCTIVE_SHARE)
-        parser.add_argument("--allow-destructive", action="store_true")
-    from james_consistency_kit.mailbox_cli import add_options as add_mailbox_options
-
-    add_mailbox_options(parser, mode)
-    _add_connection_options(parser)
 
 
 def _cassandra(args) -> int:
@@ -383,7 +282,7 @@ def _schema(args) -> int:
     from james_consistency.cql import close, connect
     from james_consistency.schema import create_schema
 
-    session = connect(_settings(args))
+    session = connect(cassandra_settings(args))
     try:
         created = create_schema(
             session, args.keyspace, args.generation, args.replication_factor, datacenter=args.datacenter
@@ -398,7 +297,7 @@ def _seed(args) -> int:
     from james_consistency_kit.seed import seed_platform
 
     summary = seed_platform(
-        _settings(args),
+        cassandra_settings(args),
         keyspace=args.keyspace,
         users=args.users,
         mailboxes_per_user=args.mailboxes_per_user,
@@ -423,7 +322,7 @@ def _break(args) -> int:
         raise OperatorError("--keyspace is required to break something (or use --kind list)")
 
     manifest = inject(
-        _settings(args),
+        cassandra_settings(args),
         keyspace=args.keyspace,
         kind=args.kind,
         rate=args.rate,
@@ -461,7 +360,7 @@ def _traffic(args) -> int:
         seconds=args.seconds,
         seed=args.random_seed,
     )
-    counts = run_writer(_settings(args), options)
+    counts = run_writer(cassandra_settings(args), options)
     print(json.dumps({"log": args.log, **counts}))
     return 0
 
@@ -476,7 +375,7 @@ def _bench(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("great_expectations", "py4j", "cassandra"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    settings = _settings(args)
+    settings = cassandra_settings(args)
     spark = local_session("james-consistency-bench", settings)
     try:
         if args.target == "messages":
@@ -525,75 +424,6 @@ def _print_report(page, figure) -> None:
     print(f"page: {page}")
     if figure is not None:
         print(f"figure: {figure}")
-
-
-def _job(args) -> int:
-    """Run the Spark job through spark-submit, exactly as the DAGs do."""
-    import subprocess
-    from datetime import UTC, datetime
-
-    from james_consistency.engine.run import resolve_target
-    from james_consistency.errors import NotApplicable
-    from james_consistency.package_data import entry_point
-    from james_consistency.paths import REPORTS_DIR
-    from james_consistency.schema import validate_keyspace_name
-    from james_consistency.spark_env import spark_submit_command
-
-    if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
-        from james_consistency_kit.mailbox_cli import run as run_mailboxes
-
-        return run_mailboxes(args, _settings(args))
-    keyspace = validate_keyspace_name(args.keyspace)
-    settings = _settings(args)
-    # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
-    try:
-        resolve_target(settings, args.target, keyspace, remove_unused_flags=args.remove_unused_flags)
-    except NotApplicable as reason:
-        print(f"{args.target} {args.mode} on {keyspace}: NOT_APPLICABLE; {reason}")
-        return 0
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    report = args.report or str(REPORTS_DIR / f"{args.target}-{args.mode}-{stamp}.json")
-    arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]
-    if args.no_gates:
-        arguments.append("--no-gates")
-    if args.remove_unused_flags:
-        arguments.append("--remove-unused-flags")
-    if args.run_dir:
-        arguments += ["--run-dir", args.run_dir]
-    if getattr(args, "reuse_scan", False):
-        arguments.append("--reuse-scan")
-    for option in ("ranges", "until", "max_ranges", "work_root"):
-        if getattr(args, option, None) is not None:
-            arguments += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
-    if args.fresh:
-        arguments.append("--fresh")
-    if args.mode == "repair":
-        arguments += [
-            "--messages-per-second",
-            str(args.messages_per_second),
-            "--recheck-delay",
-            str(args.recheck_delay),
-            "--truth-consistency",
-            args.truth_consistency,
-            "--max-destructive-share",
-            str(args.max_destructive_share),
-        ]
-        if args.allow_destructive:
-            arguments.append("--allow-destructive")
-    command = spark_submit_command(entry_point("reconcile.py"), arguments, settings)
-    return subprocess.run(command, check=False).returncode
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except NodeUnreachable as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    except OperatorError as error:
-        print(f"james-consistency: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@
 a DAG's Spark task when its DAG file is parsed), rather than a traceback inside the job.
 """
 
+import csv
 from functools import cache
 from importlib import metadata, resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from james_consistency.errors import OperatorError
 
@@ -58,18 +59,19 @@ def missing_package_data() -> list[str]:
 
 
 def _missing_from_record() -> list[str]:
-    """The data files of the james_consistency package an installed wheel's RECORD lists and the disk lacks (an
-    editable install's RECORD lists no package file: the checkout holds them)."""
-    try:
-        files = metadata.distribution(DISTRIBUTION).files or []
-    except metadata.PackageNotFoundError:
-        return []
+    """The data files of the james_consistency package its installed wheel's RECORD (in the folder the package was
+    imported from) lists and the disk lacks. An editable install has no RECORD there: the checkout holds the files."""
+    site = package_path().parent
+    installed = metadata.distributions(name=DISTRIBUTION, path=[str(site)])
+    # RECORD itself: Distribution.files leaves out the files that are gone (Python 3.12).
+    record = next((distribution.read_text("RECORD") or "" for distribution in installed), "")
+    listed = [PurePosixPath(row[0]) for row in csv.reader(record.splitlines()) if row]
     return [
-        "/".join(file.parts[1:])
-        for file in files
-        if file.parts[:1] == ("james_consistency",)
-        and file.parts[1:2] in {(folder,) for folder in DATA_FOLDERS}
-        and not Path(str(file.locate())).is_file()
+        "/".join(path.parts[1:])
+        for path in listed
+        if path.parts[:1] == ("james_consistency",)
+        and path.parts[1:2] in {(folder,) for folder in DATA_FOLDERS}
+        and not (site / path).is_file()
     ]
 
 

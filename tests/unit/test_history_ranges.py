@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from james_consistency_kit.history import _entry
+from james_consistency.history import _entry
 
 
 def report(mode: str, status: str, **fields) -> dict:
