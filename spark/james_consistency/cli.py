@@ -8,6 +8,7 @@ import argparse
 import subprocess
 import sys
 from datetime import UTC, datetime
+from importlib import metadata
 
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.errors import NodeUnreachable, OperatorError
@@ -15,7 +16,9 @@ from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE
 
 KIT_EXTRA = "pip install 'james-consistency[kit]'"
-# The local kit's commands (james_consistency_kit.cli.add_kit_commands), named here for an install without the kit.
+# The entry point group through which the kit adds its commands (kit/pyproject.toml).
+COMMANDS_GROUP = "james_consistency.commands"
+# The local kit's commands, named here for an install without the kit.
 KIT_COMMANDS = ("cassandra", "spark", "schema", "seed", "break", "traffic", "demo", "ui", "bench", "james")
 
 
@@ -90,20 +93,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_sets() -> list[metadata.EntryPoint]:
+    """What installed distributions add to this command line: the entry points of COMMANDS_GROUP (the kit's)."""
+    return list(metadata.entry_points(group=COMMANDS_GROUP))
+
+
 def _add_kit_commands(commands) -> bool:
-    """The kit's commands when it is installed (True); else, under their names, a one-line error naming the extra."""
-    try:
-        from james_consistency_kit.cli import add_kit_commands
-    except ModuleNotFoundError as missing:
-        if missing.name != "james_consistency_kit":
-            raise
+    """The kit's commands when it is installed (True); else, under their names, a one-line error naming the extra.
+    The package knows the kit by its entry point only: it never imports it."""
+    added = command_sets()
+    for command_set in added:
+        command_set.load()(commands)
+    if not added:
         for name in KIT_COMMANDS:
             commands.add_parser(name, help="(local kit, not installed)", add_help=False).set_defaults(
                 handler=_kit_missing
             )
-        return False
-    add_kit_commands(commands)
-    return True
+    return bool(added)
 
 
 def _kit_missing(args) -> int:

@@ -2,7 +2,7 @@
 installed version, and the local kit's commands, when the kit is not installed, each say in one line which extra
 brings them."""
 
-import importlib.abc
+import argparse
 import sys
 from importlib import metadata
 
@@ -19,20 +19,10 @@ def run(capsys, *arguments: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-class NoKit(importlib.abc.MetaPathFinder):
-    """Finds no module of the kit's package, as in an install without the `kit` extra."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "james_consistency_kit":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
 @pytest.fixture
 def without_the_kit(monkeypatch):
-    for name in [module for module in sys.modules if module.split(".")[0] == "james_consistency_kit"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, "meta_path", [NoKit(), *sys.meta_path])
+    """An install of james-consistency without its `kit` extra: no distribution adds commands."""
+    monkeypatch.setattr(cli, "command_sets", lambda: [])
 
 
 def test_version_is_the_installed_distributions(capsys):
@@ -64,11 +54,13 @@ def test_the_products_commands_work_without_the_kit(capsys, without_the_kit, tmp
 
 
 def test_the_kit_adds_the_commands_the_product_names_for_it():
-    parser = cli.build_parser()
-    (commands,) = [action for action in parser._actions if action.dest == "command"]
+    (kit,) = cli.command_sets()
+    commands = argparse.ArgumentParser().add_subparsers()
 
-    assert tuple(name for name in commands.choices if name in cli.KIT_COMMANDS) == cli.KIT_COMMANDS
-    assert set(commands.choices) - set(cli.KIT_COMMANDS) == {"history", "settings", "check", "repair", "verify"}
+    kit.load()(commands)
+
+    assert kit.value == "james_consistency_kit.cli:add_kit_commands"
+    assert tuple(commands.choices) == cli.KIT_COMMANDS
 
 
 def test_a_plot_without_matplotlib_names_the_extra(capsys, monkeypatch, tmp_path):
