@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import threading
+from functools import partial
 
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
@@ -121,6 +122,16 @@ def build_mailboxes_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_undo_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="undo", description="Take a repair back from its before-images.")
+    parser.add_argument("--run-dir", required=True, help="the repair's work folder (a path or a Hadoop URL)")
+    parser.add_argument("--apply", action="store_true", help="write (without it: a dry run, nothing written)")
+    parser.add_argument("--confirm", dest="confirmation", help=f"undoing a mailbox repair: must be {CONFIRMATION}")
+    parser.add_argument("--sample-size", type=int, default=100)
+    parser.add_argument("--report", required=True)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     configure_logging()
     args = build_parser().parse_args(argv)
@@ -141,6 +152,23 @@ def mailboxes_main(argv: list[str] | None = None) -> int:
     args = build_mailboxes_parser().parse_args(argv)
     options = mailbox_options(args)
     return _run_and_publish(options, args.report)
+
+
+def undo_main(argv: list[str] | None = None) -> int:
+    """The undo of the repair whose work folder is --run-dir: a dry run, or --apply. Its own work goes to a folder of
+    that work folder (undo/<run id>), its report where --report says."""
+    configure_logging()
+    args = build_undo_parser().parse_args(argv)
+    report, code = _run(spark_session("james-consistency-undo"), partial(_undo, args))
+    if report is not None:
+        publish(report, args.report)
+    return code
+
+
+def _undo(args: argparse.Namespace, spark, settings: CassandraSettings) -> dict:
+    from james_consistency.undo import undo_run
+
+    return undo_run(spark, settings, args.run_dir, args.apply, args.confirmation, args.sample_size)
 
 
 def run_options(args: argparse.Namespace):
@@ -201,20 +229,22 @@ def _run_and_publish(options, report_path: str) -> int:
     except OperatorError as error:
         print_error(error)
         return EXIT_BAD_INPUT
-    report, code = _run(spark_session(f"james-consistency-{options.mode}-{options.target}"), options)
+    from james_consistency.targets import run_target
+
+    spark = spark_session(f"james-consistency-{options.mode}-{options.target}")
+    report, code = _run(spark, lambda spark, settings: run_target(spark, settings, options))
     if report is not None:
         publish(report, report_path)
     return code
 
 
-def _run(spark, options) -> tuple[dict | None, int]:
-    """The run's report and exit code; no report when the run stopped before it had one (said on stderr). The Spark
-    session is stopped either way."""
+def _run(spark, run) -> tuple[dict | None, int]:
+    """The report of `run(spark, settings)` and its exit code; no report when the run stopped before it had one
+    (said on stderr). The Spark session is stopped either way."""
     from james_consistency.engine.run import GateFailed, RunFailed
-    from james_consistency.targets import run_target
 
     try:
-        report = run_target(spark, settings_from_spark(spark), options)
+        report = run(spark, settings_from_spark(spark))
     except GateFailed as failure:
         return failure.report, EXIT_GATE_FAILED
     except RunFailed as failure:

@@ -19,7 +19,7 @@ from james_consistency.errors import OperatorError
 
 DISTRIBUTION = "james-consistency"
 JVM_JAR_NAME = "james-consistency-jvm.jar"
-ENTRY_POINTS = ("reconcile.py", "mailboxes.py", "class_archive_warm_up.py")
+ENTRY_POINTS = ("reconcile.py", "mailboxes.py", "undo.py", "class_archive_warm_up.py")
 # Folders of package data (not Python) whose every file an installed wheel's RECORD lists.
 DATA_FOLDERS = ("expectations", "conf", "jvm")
 

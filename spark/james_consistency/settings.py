@@ -413,6 +413,15 @@ _LOCAL_STATE = (
         "Validation results kept per suite (the newest).",
         "jobs",
     ),
+    Setting(
+        "JAMES_UNDO_RETENTION_DAYS",
+        "float",
+        14.0,
+        "How long a repair's before-images are kept (in Cassandra and in its work folder), i.e. how long it can be "
+        "undone; the nightly housekeeping removes older ones.",
+        "jobs, DAGs",
+        airflow_variable=True,
+    ),
 )
 _LOCAL_KIT = (
     Setting(

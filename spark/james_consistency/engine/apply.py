@@ -13,6 +13,8 @@ from cassandra.cluster import NoHostAvailable
 
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
+from james_consistency.engine import before_images
+from james_consistency.engine.before_images import DELETED, INSERTED, REWRITTEN, Recorder
 from james_consistency.engine.joined import LIVE_PROJECTION, driver_row
 from james_consistency.engine.live import (
     Query,
@@ -43,6 +45,16 @@ HELD_BACK = 512
 
 
 @dataclass(frozen=True)
+class Imaging:
+    """Where a writing run records its before-images (engine.before_images): its run id, its target, how long they
+    are kept."""
+
+    run_id: str
+    target: str
+    ttl_seconds: int
+
+
+@dataclass(frozen=True)
 class ApplyContext:
     settings: CassandraSettings
     keyspace: str
@@ -56,6 +68,17 @@ class ApplyContext:
     # Set when the candidates carry their live rows, read by direct join (engine.joined) from this moment on
     # (microseconds): every write is stamped with it, so what a user wrote after it wins over the repair.
     joined_reads_from: int | None = None
+    # A writing run records the before-image of every write first (None: nothing recorded).
+    imaging: Imaging | None = None
+
+    def recorder(self, session) -> Recorder | None:
+        """The task's recorder of before-images, when this context writes and records."""
+        if not (self.write and self.imaging):
+            return None
+        imaging = self.imaging
+        return Recorder(
+            session, imaging.run_id, imaging.target, self.keyspace, imaging.ttl_seconds, self.write_consistency
+        )
 
 
 def to_cql_value(value, cql_type: str):
@@ -83,7 +106,10 @@ def comparable(row: dict | None, columns: tuple[str, ...]) -> tuple | None:
 class ProjectionWriter:
     """Reads and writes one projection table by its key, through prepared statements: whole rows, upserted or
     deleted with a timestamp. Other writers (set elements, counters) offer the same four methods. `read`, `write`
-    and `remove` are re-check steps (see engine.live)."""
+    and `remove` are re-check steps (see engine.live). `undo_rule` says how the undo takes a write back
+    (engine.before_images), `written` what the row holds once the write is made."""
+
+    undo_rule = before_images.ROW
 
     def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
         table = f"{context.keyspace}.{spec.projection_table}"
@@ -116,6 +142,9 @@ class ProjectionWriter:
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return comparable(expected, self.spec.columns) == comparable(current, self.spec.columns)
 
+    def written(self, expected: dict, current: dict | None) -> dict:
+        return expected
+
     def write(self, row: dict, timestamp: int, current: dict | None):
         yield Query(self.upsert, self.upsert_values(row, timestamp))
 
@@ -126,6 +155,8 @@ class ProjectionWriter:
 class UpdateWriter(ProjectionWriter):
     """Writes rows by UPDATE ... SET, for a table James itself only ever updates (aclv2): such rows have no row
     marker, so when James later takes every value out of one, the row is gone, as it would be had James written it."""
+
+    undo_rule = before_images.UPDATE
 
     def upsert_cql(self, table: str, where: str) -> str:
         assignments = ", ".join(f"{column} = ?" for column in self.spec.value_columns)
@@ -142,7 +173,9 @@ def _bindable(value):
     return value
 
 
-def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext, spec: ProjectionSpec, candidate):
+def reconcile_candidate(
+    writer: ProjectionWriter, session, context: ApplyContext, spec: ProjectionSpec, candidate, recorder=None
+):
     """Re-check one candidate and fix it if it is still inconsistent (steps, see engine.live). Returns the action
     taken.
 
@@ -150,6 +183,7 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
     timestamp and wins over this repair whatever the order the two writes reach Cassandra in; a user write
     made before it is visible to the re-read, so the repair writes what the truth now says. Rows already read by
     direct join (`context.joined_reads_from`) are taken from the candidate, and so is the moment before their reads.
+    With a `recorder`, each write's before-image is recorded first (engine.before_images).
     """
     key = {column: to_cql_value(candidate[column], spec.projection.cql_types.get(column, "")) for column in spec.key}
     if context.joined_reads_from is not None:
@@ -165,9 +199,14 @@ def reconcile_candidate(writer: ProjectionWriter, session, context: ApplyContext
         return ALREADY_CONSISTENT
     if expected is None:
         if context.write:
+            if recorder is not None:
+                yield from _record(recorder, writer, spec, DELETED, key, current, None, write_timestamp)
             yield from writer.remove(key, write_timestamp, current)
         return REMOVED
     if context.write:
+        if recorder is not None:
+            action, after = (INSERTED if current is None else REWRITTEN), writer.written(expected, current)
+            yield from _record(recorder, writer, spec, action, key, current, after, write_timestamp)
         yield from writer.write(expected, write_timestamp, current)
     return ADDED if current is None else UPDATED
 
@@ -178,9 +217,11 @@ class Policy(Protocol):
     `open(session, context)` is called once per task and gives the object whose `steps(candidate)` re-checks one
     candidate (steps, see engine.live) and answers `(action, detail, error)`: the action taken, a JSON detail or None,
     and an error the policy itself caught, or None. `sample(candidate)` is the candidate's identity in the report (a
-    JSON object). `group_columns`: candidates sharing them go to one task, sorted, and are re-checked one at a time."""
+    JSON object). `group_columns`: candidates sharing them go to one task, sorted (then by `order`: Spark columns,
+    e.g. newest first), and are re-checked one at a time."""
 
     group_columns: tuple[str, ...]
+    order: tuple = ()
 
     def open(self, session, context: ApplyContext): ...
 
@@ -192,6 +233,7 @@ class ProjectionPolicy:
     """A projection's re-check: the spec's writer and `reconcile_candidate`."""
 
     spec: ProjectionSpec
+    order: tuple = ()
 
     @property
     def group_columns(self) -> tuple[str, ...]:
@@ -199,7 +241,7 @@ class ProjectionPolicy:
 
     def open(self, session, context: ApplyContext) -> "_CandidateReconciler":
         writer = (self.spec.writing.writer or ProjectionWriter)(session, context, self.spec)
-        return _CandidateReconciler(writer, session, context, self.spec)
+        return _CandidateReconciler(writer, session, context, self.spec, context.recorder(session))
 
     def sample(self, candidate) -> str:
         names = self.spec.sample.names
@@ -215,10 +257,20 @@ class _CandidateReconciler:
     session: object
     context: ApplyContext
     spec: ProjectionSpec
+    recorder: Recorder | None
 
     def steps(self, candidate):
-        action = yield from reconcile_candidate(self.writer, self.session, self.context, self.spec, candidate)
+        action = yield from reconcile_candidate(
+            self.writer, self.session, self.context, self.spec, candidate, self.recorder
+        )
         return action, None, None
+
+
+def _record(recorder: Recorder, writer, spec: ProjectionSpec, action, key, before, after, timestamp: int):
+    """Steps: the before-image of the projection write that follows."""
+    yield from recorder.record(
+        spec.projection_table, writer.undo_rule, action, key, before, after, timestamp, spec.columns
+    )
 
 
 def apply_partition(context: ApplyContext, policy: Policy):

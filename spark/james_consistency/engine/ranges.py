@@ -33,11 +33,12 @@ from pyspark.sql import types as T
 
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine import work_folder
+from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 from james_consistency.errors import OperatorError
 
 log = logging.getLogger("james_consistency")
 
-JOURNAL_KEYSPACE = "james_consistency"
+JOURNAL_KEYSPACE = PROJECT_KEYSPACE
 JOURNAL_TABLE = "run_ranges"
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1
 MURMUR3 = "org.apache.cassandra.dht.Murmur3Partitioner"
@@ -175,14 +176,7 @@ class Journal:
         partitioner = session.execute("SELECT partitioner FROM system.local").one().partitioner
         if partitioner != MURMUR3:
             raise OperatorError(f"token ranges need the Murmur3 partitioner; this cluster uses {partitioner}")
-        replication = session.execute(
-            "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (self.keyspace,)
-        ).one()
-        strategy = (
-            dict(replication.replication) if replication else {"class": "SimpleStrategy", "replication_factor": 1}
-        )
-        options = ", ".join(f"'{key}': '{value}'" for key, value in strategy.items())
-        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {JOURNAL_KEYSPACE} WITH replication = {{{options}}}")
+        ensure_project_keyspace(session, self.keyspace)
         session.execute(
             f"""CREATE TABLE IF NOT EXISTS {JOURNAL_KEYSPACE}.{JOURNAL_TABLE} (
                 target text, keyspace_name text, table_name text, range_index int,
@@ -304,12 +298,13 @@ TOKEN_CLASS = "org.james.consistency.PartitionToken"
 
 
 def _jvm_class(spark: SparkSession, name: str):
-    """A class of the product's JVM side (spark/jvm), with a clear error when its jar is not on Spark's class path."""
+    """A class of the product's JVM side (the package's jvm/), with a clear error when its jar is not on Spark's
+    class path."""
     found = reduce(getattr, name.split("."), spark._jvm)
     if not isinstance(found, JavaClass):  # py4j names an unknown class as a package
         raise OperatorError(
-            f"{name} is not on Spark's class path: run scripts/setup.sh (it builds "
-            ".local/jars/spark/james-consistency-jvm.jar from spark/jvm)"
+            f"{name} is not on Spark's class path: pass james_consistency.paths.spark_jars() to Spark (they end "
+            "with the package's jvm/james-consistency-jvm.jar, which scripts/setup.sh compiles in a checkout)"
         )
     return found
 

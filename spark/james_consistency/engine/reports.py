@@ -103,6 +103,15 @@ class RangeProgress(_Part):
     tables: dict[str, Any] = Field(default_factory=dict)
 
 
+class BeforeImages(_Part):
+    """Where a writing run's before-images are (parquet in its work folder), how many, per table and action: what
+    `james-consistency undo --run-dir` takes back."""
+
+    path: str
+    records: int
+    counts: dict[str, dict[str, int]]
+
+
 class MailboxPass(_Part):
     """One pass of the offline mailbox repair: what it faced, the actions it took, how many it fixed."""
 
@@ -160,6 +169,7 @@ class RunReport(BaseModel):
     decidedByFinishedRanges: bool | None = None
     reusedScan: ReusedScan | None = None
     liveReads: str | None = Field(None, description="how the re-check read the live rows: direct join or per candidate")
+    beforeImages: BeforeImages | None = None
     remainingInconsistencies: int | None = Field(None, description="what is left after a repair or found by a verify")
 
     # A projection repair.
@@ -242,6 +252,20 @@ class RunReport(BaseModel):
     remaining: dict[str, int] | None = None
     remainingFixable: int | None = None
     followUp: list[str] | None = None
+
+    # An undo (james_consistency.undo): which run it takes back, what it would do (a dry run) or did, per table and
+    # action, and the totals.
+    undoneRunId: str | None = None
+    undoneTarget: str | None = None
+    undoneRunDir: str | None = None
+    images: dict[str, dict[str, int]] | None = Field(None, description="the undone run's before-images per table")
+    undoPlan: dict[str, dict[str, int]] | None = None
+    undone: dict[str, dict[str, int]] | None = None
+    restored: int | None = None
+    newerKept: int | None = Field(None, description="rows changed since the repair: its write taken back, theirs kept")
+    alreadyAsBefore: int | None = None
+    notReversed: int | None = None
+    notReversedSample: list[dict[str, Any]] | None = None
 
     @property
     def found(self) -> int:

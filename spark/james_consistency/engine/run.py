@@ -28,14 +28,14 @@ from pyspark.sql import DataFrame, SparkSession
 from james_consistency import gates
 from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
-from james_consistency.engine import apply, reports
+from james_consistency.engine import apply, before_images, reports
 from james_consistency.engine.ranges import RangedScan, WindowEnded
 from james_consistency.engine.reports import COMPLETED, FAILED
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import validate_keyspace_name
-from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE
+from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
 log = logging.getLogger("james_consistency")
 
@@ -275,7 +275,7 @@ def judge(run: Run, scanned: Scan) -> None:
     """The health gate judges the scan's figures (with a sample of the rows it objects to); the report gets what the
     scan found."""
     repair, options = run.repair, run.options
-    if options.gates_enabled:
+    if options.gates_enabled and repair.health_suite:
         result = gates.validate_figures(scanned.health, repair.health_suite, asset=repair.health_asset)
         if not result.success and scanned.truth is not None and hasattr(repair, "problem_sample"):
             result.sample_rows = repair.problem_sample(scanned.truth, options.sample_size)
@@ -318,9 +318,11 @@ def wait_until(moment: float) -> None:
 
 
 def apply_context(run: Run, write: bool) -> apply.ApplyContext:
-    """How the executors reach Cassandra for this run's re-checks: consistencies, the rate per task, write or not."""
+    """How the executors reach Cassandra for this run's re-checks: consistencies, the rate per task, write or not
+    (a writing run records the before-image of every write first)."""
     options = run.options
     parallelism = max(run.spark.sparkContext.defaultParallelism, 1)
+    retention = int(setting("JAMES_UNDO_RETENTION_DAYS") * 24 * 3600)
     return apply.ApplyContext(
         settings=run.settings,
         keyspace=run.keyspace,
@@ -328,6 +330,7 @@ def apply_context(run: Run, write: bool) -> apply.ApplyContext:
         write_consistency=options.write_consistency,
         rate_per_task=options.messages_per_second / parallelism if options.messages_per_second else 0.0,
         write=write,
+        imaging=apply.Imaging(run.run_id, run.repair.name, retention) if write else None,
     )
 
 
@@ -341,13 +344,24 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
         parallelism = max(spark.sparkContext.defaultParallelism, 1)
         group = policy.group_columns
         if group:
-            candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group)
+            candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group, *policy.order)
         else:
             candidates = candidates.repartition(parallelism)
         rows = candidates.rdd.mapPartitions(apply.apply_partition(context, policy))
         path = run.path(outcomes_name)
         spark.createDataFrame(rows, apply.OUTCOME_SCHEMA).write.mode("overwrite").parquet(path)
-        return spark.read.parquet(path)
+    return spark.read.parquet(path)
+
+
+def _undo_summary(run: Run) -> dict:
+    """What an undo of this run must know besides the images: the run, its repair, where and when."""
+    return {
+        "target": run.repair.name,
+        "keyspace": run.keyspace,
+        "generation": run.repair.generation,
+        "startedAt": run.report.get("startedAt"),
+        "confirmation": run.repair.confirmation,
+    }
 
 
 # ---- 5. summarize (in passes) -------------------------------------------------------------------------------------
@@ -355,9 +369,12 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
 
 def repair_in_passes(run: Run, scanned: Scan) -> str:
     """Plan, reconcile and count a pass while there is something to fix; a repair that works in passes scans again
-    after each and stops after a pass that fixed nothing. The repair then sums the passes up."""
+    after each and stops after a pass that fixed nothing. The before-images its writes recorded are exported to the
+    work folder (even none: an undo of this run then has nothing to do); the repair then sums the passes up."""
     repair = run.repair
     passes = run.options.max_passes if repair.passes else 1
+    with stage(run, "before-images"):
+        before_images.prepare(run.settings, run.keyspace)
     for number in range(1, passes + 1):
         if not repair.anything_to_fix(run, scanned):
             break
@@ -370,6 +387,8 @@ def repair_in_passes(run: Run, scanned: Scan) -> str:
         scanned = scan(run)
         if not fixed:
             break
+    with stage(run, "before-images"):
+        run.report["beforeImages"] = before_images.export(run.spark, run.run_id, run.work_dir, _undo_summary(run))
     return repair.summarize(run, scanned)
 
 

@@ -261,7 +261,8 @@ class Repair(ABC):
     name: str
     generation: str
     report_type: str
-    health_suite: str
+    # The Great Expectations suite judging what the scan measured (None: a repair without one, the undo).
+    health_suite: str | None
     # The Great Expectations data asset the health gate validates (None: named after its suite).
     health_asset: str | None = None
     # Tables that must exist before anything is read (checked when the target is resolved).

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from james_consistency.acl_rights import RIGHTS_ORDER
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
+from james_consistency.engine import before_images
+from james_consistency.engine.before_images import Recorder
 from james_consistency.engine.live import Query, one, prepared
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.projections.acl import MalformedTruth, parse_acl
@@ -42,6 +44,11 @@ REPORTED = "reported"  # a conflict, left for an admin
 PATH_TAKEN = "path-taken"  # an orphan mailbox whose path someone registered meanwhile
 CHANGED = "changed-since-scan"  # the state moved: left for the next pass
 FAILED = "failed"
+
+# A value a compare-and-set generator (messageCounter, modseq) handed out: recorded, never taken back by an undo
+# (James never gives a uid or a modseq twice).
+GENERATED = "generated"
+PATH_KEY = ("namespace", "user", "mailboxname")
 
 RECREATE_WHEN_REFERENCED = "recreate-when-referenced"
 DELETE = "delete"
@@ -68,13 +75,29 @@ class MailboxStore:
     """The mailbox, path, message and ACL tables of one keyspace, read at SERIAL and written with LWT. Every method is
     a re-check step (engine.live): `row = yield from store.mailbox(id)`, so the engine's applier runs the actions."""
 
-    def __init__(self, session, options: PolicyOptions):
+    def __init__(self, session, options: PolicyOptions, recorder: Recorder | None = None):
         self.session = session
         self.options = options
+        self.recorder = recorder
         ks = options.keyspace
         self.v3 = options.generation == "3.9"
-        self.path_table = f"{ks}.{'mailboxpathv3' if self.v3 else 'mailboxpathv2'}"
+        self.path_table_name = "mailboxpathv3" if self.v3 else "mailboxpathv2"
+        self.path_table = f"{ks}.{self.path_table_name}"
         self.ks = ks
+
+    def _recorded(self, table: str, action: str, key: dict, before: dict | None, written: dict | None):
+        """Steps: the before-image of the write that follows (engine.before_images), when the run records them."""
+        if self.recorder is not None:
+            yield from self.recorder.record(table, before_images.LWT, action, key, before, written, None)
+
+    def _path_row(self, path: tuple, mailbox_id, uidvalidity=None) -> dict:
+        row = {"namespace": path[0], "user": path[1], "mailboxname": path[2], "mailboxid": _id(mailbox_id)}
+        return {**row, "uidvalidity": uidvalidity} if self.v3 else row
+
+    @staticmethod
+    def _mailbox_row(mailbox_id, path: tuple, uidvalidity=None) -> dict:
+        row = {"id": _id(mailbox_id), "mailboxbase": {"namespace": path[0], "user": path[1]}, "name": path[2]}
+        return row if uidvalidity is None else {**row, "uidvalidity": uidvalidity}
 
     def _rows(self, cql: str, values: list, consistency: str | None = None):
         statement = prepared(self.session, cql, consistency or self.options.write_consistency)
@@ -130,6 +153,9 @@ class MailboxStore:
     # ---- writes, LWT -----------------------------------------------------------------------------------------
 
     def register(self, path: tuple, mailbox_id: str, uidvalidity):
+        key = dict(zip(PATH_KEY, path, strict=True))
+        written = self._path_row(path, mailbox_id, uidvalidity)
+        yield from self._recorded(self.path_table_name, before_images.INSERTED, key, None, written)
         if self.v3:
             return (
                 yield from self._applied(
@@ -146,7 +172,10 @@ class MailboxStore:
             )
         )
 
-    def unregister(self, path: tuple, mailbox_id: str):
+    def unregister(self, path: tuple, mailbox_id: str, uidvalidity=None):
+        key = dict(zip(PATH_KEY, path, strict=True))
+        before = self._path_row(path, mailbox_id, uidvalidity)
+        yield from self._recorded(self.path_table_name, before_images.DELETED, key, before, None)
         return (
             yield from self._applied(
                 f"DELETE FROM {self.path_table} WHERE namespace = ? AND user = ? AND mailboxname = ? IF mailboxid = ?",
@@ -155,6 +184,8 @@ class MailboxStore:
         )
 
     def create_mailbox(self, mailbox_id: str, path: tuple, uidvalidity):
+        written = self._mailbox_row(mailbox_id, path, uidvalidity)
+        yield from self._recorded("mailbox", before_images.INSERTED, {"id": _id(mailbox_id)}, None, written)
         return (
             yield from self._applied(
                 f"INSERT INTO {self.ks}.mailbox (id, mailboxbase, name, uidvalidity) "
@@ -165,6 +196,8 @@ class MailboxStore:
 
     def move_mailbox_row(self, mailbox_id: str, old: tuple, new: tuple):
         """Point the mailbox row at `new`, only if it still holds `old`."""
+        before, written = self._mailbox_row(mailbox_id, old), self._mailbox_row(mailbox_id, new)
+        yield from self._recorded("mailbox", before_images.REWRITTEN, {"id": _id(mailbox_id)}, before, written)
         return (
             yield from self._applied(
                 f"UPDATE {self.ks}.mailbox SET mailboxbase = {{namespace: ?, user: ?}}, name = ? WHERE id = ? "
@@ -173,7 +206,9 @@ class MailboxStore:
             )
         )
 
-    def delete_mailbox(self, mailbox_id: str, path: tuple):
+    def delete_mailbox(self, mailbox_id: str, path: tuple, uidvalidity=None):
+        before = self._mailbox_row(mailbox_id, path, uidvalidity)
+        yield from self._recorded("mailbox", before_images.DELETED, {"id": _id(mailbox_id)}, before, None)
         return (
             yield from self._applied(
                 f"DELETE FROM {self.ks}.mailbox WHERE id = ? IF mailboxbase = {{namespace: ?, user: ?}} AND name = ?",
@@ -196,6 +231,8 @@ class MailboxStore:
             row = yield from self._read(f"SELECT {column} FROM {self.ks}.{table} WHERE mailboxid = ?", [key])
             if row is None:
                 value = floor + 1
+                generated = {"mailboxid": key, column: value}
+                yield from self._recorded(table, GENERATED, {"mailboxid": key}, None, generated)
                 if (
                     yield from self._applied(
                         f"INSERT INTO {self.ks}.{table} (mailboxid, {column}) VALUES (?, ?) IF NOT EXISTS", [key, value]
@@ -204,6 +241,8 @@ class MailboxStore:
                     return value
                 continue
             value = max(row[column] or 0, floor) + 1
+            before, generated = {"mailboxid": key, column: row[column]}, {"mailboxid": key, column: value}
+            yield from self._recorded(table, GENERATED, {"mailboxid": key}, before, generated)
             if (
                 yield from self._applied(
                     f"UPDATE {self.ks}.{table} SET {column} = ? WHERE mailboxid = ? IF {column} = ?",
@@ -235,6 +274,8 @@ class MailboxStore:
             columns = list(moved)
             values = [moved[column] for column in columns]
             marks = ", ".join("?" for _ in columns)
+            claimed = {"mailboxid": moved["mailboxid"], "uid": moved["uid"]}
+            yield from self._recorded("messageidtable", before_images.INSERTED, claimed, None, moved)
             if (
                 yield from self._applied(
                     f"INSERT INTO {self.ks}.messageidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS",
@@ -246,16 +287,22 @@ class MailboxStore:
             floor.uid = max(floor.uid, moved["uid"], highest)
         else:
             raise RuntimeError(f"no free uid of {winner} in messageIdTable after 10 tries")
+        truth_key = {"messageid": moved["messageid"], "mailboxid": moved["mailboxid"], "uid": moved["uid"]}
+        yield from self._recorded("imapuidtable", before_images.INSERTED, truth_key, None, moved)
         if not (
             yield from self._applied(
                 f"INSERT INTO {self.ks}.imapuidtable ({', '.join(columns)}) VALUES ({marks}) IF NOT EXISTS", values
             )
         ):
             raise RuntimeError(f"message {message_id} is already at uid {moved['uid']} of {winner} in imapUidTable")
+        loser_key = {"messageid": _id(message_id), "mailboxid": _id(loser), "uid": uid}
+        yield from self._recorded("imapuidtable", before_images.DELETED, loser_key, row, None)
         yield from self._rows(
             f"DELETE FROM {self.ks}.imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ? IF EXISTS",
             [_id(message_id), _id(loser), uid],
         )
+        projected_key = {"mailboxid": _id(loser), "uid": uid}
+        yield from self._recorded("messageidtable", before_images.DELETED, projected_key, row, None)
         yield from self._rows(
             f"DELETE FROM {self.ks}.messageidtable WHERE mailboxid = ? AND uid = ?", [_id(loser), uid]
         )
@@ -282,6 +329,9 @@ class MailboxStore:
                 "type": "acl-updated",
                 "aclDiff": {"oldAcl": {"entries": old}, "newAcl": {"entries": new}},
             }
+            key = {"aggregateid": str(mailbox_id), "eventid": event_id}
+            written = {**key, "event": json.dumps(event, separators=(",", ":"))}
+            yield from self._recorded("eventstore", before_images.INSERTED, key, None, written)
             return (
                 yield from self._applied(
                     f"INSERT INTO {self.ks}.eventstore (aggregateid, eventid, event) VALUES (?, ?, ?) IF NOT EXISTS",
@@ -289,6 +339,11 @@ class MailboxStore:
                 )
             )
         text = json.dumps({"entries": new}, separators=(",", ":"))
+        key = {"id": _id(mailbox_id)}
+        written = {**key, "acl": text, "version": 0 if version is None else version + 1}
+        before = None if version is None else {**key, "acl": json.dumps({"entries": old}), "version": version}
+        action = before_images.INSERTED if version is None else before_images.REWRITTEN
+        yield from self._recorded("acl", action, key, before, written)
         if version is None:
             return (
                 yield from self._applied(
@@ -369,7 +424,7 @@ def orphan_path(store: MailboxStore, finding: dict, options: PolicyOptions):
         return _outcome(finding, CHANGED, {**detail, "mailboxRow": "created meanwhile"})
     if not options.write:
         return _outcome(finding, PATH_DELETED, {**detail, "wouldDo": True})
-    if (yield from store.unregister(path, mailbox_id)):
+    if (yield from store.unregister(path, mailbox_id, registered.get("uidvalidity"))):
         return _outcome(finding, PATH_DELETED, detail)
     return _outcome(finding, CHANGED, detail)
 
@@ -391,18 +446,18 @@ def one_id_two_paths(store: MailboxStore, finding: dict, options: PolicyOptions)
         path = (entry["namespace"], entry["user"], entry["name"])
         registered = yield from store.path(path)
         if registered is not None and str(registered["mailboxid"]) == mailbox_id:
-            current.append((registered["written"], _path_text(path), path))
+            current.append((registered["written"], _path_text(path), path, registered.get("uidvalidity")))
     if len(current) < 2:
-        return _outcome(finding, CHANGED, {"stillRegisteredUnder": [text for _, text, _ in current]})
+        return _outcome(finding, CHANGED, {"stillRegisteredUnder": [text for _, text, _, _ in current]})
     current.sort()
     keep = current[-1][2]
-    detail = {"kept": _path_text(keep), "dropped": [text for _, text, _ in current[:-1]]}
+    detail = {"kept": _path_text(keep), "dropped": [text for _, text, _, _ in current[:-1]]}
     stop = yield from _realign(store, finding, mailbox_id, keep, options.write)
     if stop:
         return _outcome(finding, stop, detail)
     if options.write:
-        for _, _, path in current[:-1]:
-            yield from store.unregister(path, mailbox_id)
+        for _, _, path, uidvalidity in current[:-1]:
+            yield from store.unregister(path, mailbox_id, uidvalidity)
     return _outcome(finding, KEPT_LATEST_PATH, {**detail, **({} if options.write else {"wouldDo": True})})
 
 
@@ -523,7 +578,7 @@ def two_ids_one_path(store: MailboxStore, finding: dict, options: PolicyOptions)
     for loser in plan["mergeOrigins"]:
         if acls[loser][0]:
             yield from store.write_acl(loser, acls[loser][0], {}, acls[loser][1])  # a deleted mailbox's ACL is empty
-        yield from store.delete_mailbox(loser, path)
+        yield from store.delete_mailbox(loser, path, rows[loser].get("uidvalidity"))
     return _outcome(finding, MERGED, {"merge": plan, "movedMessages": moved, "acl": merged})
 
 
@@ -557,10 +612,12 @@ class MailboxPolicy:
 
     options: PolicyOptions
     group_columns: tuple[str, ...] = ()
+    order: tuple = ()
 
     def open(self, session, context) -> MailboxStore:
-        """The store of one task, writing only when the engine's context says so (a repair, not a check)."""
-        return MailboxStore(session, replace(self.options, write=context.write))
+        """The store of one task, writing only when the engine's context says so (a repair, not a check), and
+        recording the before-image of every write first."""
+        return MailboxStore(session, replace(self.options, write=context.write), context.recorder(session))
 
     def sample(self, finding) -> str:
         return json.dumps({"mailboxId": finding["mailboxId"], "mailboxPath": finding["mailboxPath"]}, sort_keys=True)

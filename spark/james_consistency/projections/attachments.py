@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
+from james_consistency.engine import before_images
 from james_consistency.engine.apply import ApplyContext, ProjectionWriter
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX, PRESENCE
 from james_consistency.engine.live import Query, one, prepared
@@ -169,6 +170,11 @@ def _attachment_row(session, context: ApplyContext, idasuuid):
 class MessageIdColumnWriter(ProjectionWriter):
     """attachmentV2.message_id, filled only where the row exists without it (never a new, partial row: the UPDATE
     is conditional), never changed nor removed."""
+
+    undo_rule = before_images.LWT
+
+    def written(self, expected: dict, current: dict | None) -> dict:
+        return {**(current or {}), "message_id": expected["message_id"]}
 
     def upsert_cql(self, table: str, where: str) -> str:
         return f"UPDATE {table} SET message_id = ? WHERE {where} IF EXISTS"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from james_consistency.engine import before_images
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
 from james_consistency.engine.live import Query, Steps, Together, one, prepared
@@ -82,6 +83,8 @@ def all_zero_equivalent(value_columns: tuple[str, ...]):
 class CounterWriter:
     """Adds the difference to counter columns, after checking the counter did not move since it was first read."""
 
+    undo_rule = before_images.COUNTER
+
     def __init__(self, session, context: ApplyContext, spec: ProjectionSpec):
         table = f"{context.keyspace}.{spec.projection_table.lower()}"
         where = " AND ".join(f"{column} = ?" for column in spec.key)
@@ -104,6 +107,9 @@ class CounterWriter:
 
     def consistent(self, expected: dict | None, current: dict | None) -> bool:
         return self.values(expected) == self.values(current)
+
+    def written(self, expected: dict, current: dict | None) -> dict:
+        return expected
 
     def _unmoved(self, key: dict, current: dict | None):
         now = yield from self.read(key)

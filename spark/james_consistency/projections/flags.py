@@ -8,6 +8,7 @@ the missing ones; removing keywords no message uses any more is an option. Fixes
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from james_consistency.engine import before_images
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.diff import ACTUAL_PREFIX, EXPECTED_PREFIX
 from james_consistency.engine.live import Query, Together, one, prepared
@@ -48,6 +49,8 @@ def _flags(row: dict | None) -> set[str]:
 class FlagSetWriter:
     """Adds (and, when allowed, removes) single keywords of a mailbox's set, stamped before the re-read."""
 
+    undo_rule = before_images.SET
+
     def __init__(self, session, context: ApplyContext, spec: ProjectionSpec, remove_unused: bool):
         table = f"{context.keyspace}.applicableflag"
         self.session = session
@@ -73,6 +76,13 @@ class FlagSetWriter:
         if self.remove_unused:
             return _flags(expected) == _flags(current)
         return _flags(expected) <= _flags(current)
+
+    def written(self, expected: dict, current: dict | None) -> dict:
+        """The mailbox's keywords once the missing ones are added (and the unused ones taken out, when allowed)."""
+        flags = _flags(current) | _flags(expected)
+        if self.remove_unused:
+            flags &= _flags(expected)
+        return {**expected, "userflags": flags or None}
 
     def write(self, expected: dict, timestamp: int, current: dict | None):
         mailbox = expected["mailboxid"]
