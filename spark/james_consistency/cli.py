@@ -9,15 +9,18 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.errors import NodeUnreachable, OperatorError
-from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
+from james_consistency.exit_codes import EXIT_BAD_INPUT, EXIT_CODE_MEANINGS, EXIT_RUN_FAILED
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE
 
 KIT_EXTRA = "pip install 'james-consistency[kit]'"
 # The entry point group through which the kit adds its commands (kit/pyproject.toml).
 COMMANDS_GROUP = "james_consistency.commands"
+# How a job says why it stopped (james_consistency.jobs.print_error), one line on its standard error.
+JOB_ERROR = "james-consistency: error:"
 # The local kit's commands, named here for an install without the kit.
 KIT_COMMANDS = ("cassandra", "spark", "schema", "seed", "break", "traffic", "demo", "ui", "bench", "james")
 
@@ -81,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     settings_table = commands.add_parser("settings", help="the deployment's JAMES_* settings, as a markdown table")
     settings_table.set_defaults(handler=_print_settings)
+
+    undo = commands.add_parser("undo", help="take a repair back from its before-images (a dry run unless --apply)")
+    undo.add_argument("--run-dir", required=True, help="the repair's work folder (its report's workDir)")
+    undo.add_argument("--apply", action="store_true", help="write; without it, say what would be restored")
+    undo.add_argument(
+        "--i-know-what-i-am-doing",
+        dest="offline_confirmation",
+        metavar="ALL-SERVICES-ARE-OFFLINE",
+        help="required to undo the offline mailbox repair, once SMTP, IMAP and JMAP are stopped",
+    )
+    undo.add_argument("--report", help="JSON report path (default: .local/reports/undo-<time>.json)")
+    add_connection_options(undo)
+    undo.set_defaults(handler=_undo)
 
     for mode, help_text in (
         ("check", "diagnose a projection (dry run: same counts as a repair, nothing written)"),
@@ -166,10 +182,8 @@ def _job(args) -> int:
     """Run the Spark job through spark-submit, exactly as the DAGs do."""
     from james_consistency.engine.run import RunOptions
     from james_consistency.errors import NotApplicable
-    from james_consistency.package_data import entry_point
     from james_consistency.paths import REPORTS_DIR
     from james_consistency.schema import validate_keyspace_name
-    from james_consistency.spark_env import spark_submit_command
     from james_consistency.targets import resolve
 
     if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
@@ -213,8 +227,55 @@ def _job(args) -> int:
         ]
         if args.allow_destructive:
             arguments.append("--allow-destructive")
-    command = spark_submit_command(entry_point("reconcile.py"), arguments, settings)
-    return subprocess.run(command, check=False).returncode
+    return submit("reconcile.py", arguments, settings, report)
+
+
+def submit(entry: str, arguments: list[str], settings, report: str) -> int:
+    """spark-submit of the entry point, as the DAGs run it. Its whole output (Spark's and Python's, stack traces
+    included) goes to a log file beside the report; the terminal gets the run in a few lines: its summary (the
+    cause when it failed), its failed gates and where its report is, or the job's error line when it stopped before
+    it had a report, then the log's path when the run did not complete."""
+    import time
+
+    from james_consistency.engine.reports import read_report, summary_line
+    from james_consistency.package_data import entry_point
+    from james_consistency.spark_env import spark_submit_command
+
+    log = Path(f"{report}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = spark_submit_command(entry_point(entry), arguments, settings)
+    started = time.time()
+    with log.open("w") as output:
+        code = subprocess.run(command, check=False, stdout=output, stderr=subprocess.STDOUT).returncode
+    written = Path(report)
+    if written.exists() and written.stat().st_mtime >= started:
+        ran = read_report(written)
+        print(summary_line(ran))
+        for gate in ran.gates:
+            if not gate.success and gate.blocking:
+                print(f"gate {gate.name} FAILED: {gate.failed_expectations}")
+        print(f"report: {written}")
+    else:
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith(JOB_ERROR):
+                print(line, file=sys.stderr)
+    if code != 0:
+        print(f"log: {log} (exit code {code}: {EXIT_CODE_MEANINGS.get(code, 'failed')})", file=sys.stderr)
+    return code
+
+
+def _undo(args) -> int:
+    """spark-submit of the undo of the repair whose work folder is --run-dir."""
+    from james_consistency.paths import REPORTS_DIR
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    report = args.report or str(REPORTS_DIR / f"undo-{stamp}.json")
+    arguments = ["--run-dir", args.run_dir, "--report", report]
+    if args.apply:
+        arguments.append("--apply")
+    if args.offline_confirmation:
+        arguments += ["--confirm", args.offline_confirmation]
+    return submit("undo.py", arguments, cassandra_settings(args), report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,6 @@ The repair refuses to start, before any Spark JVM, without `--i-know-what-i-am-d
 """
 
 import argparse
-import subprocess
 from datetime import UTC, datetime
 
 from james_consistency.cql import CassandraSettings
@@ -51,10 +50,9 @@ def job_arguments(args, keyspace: str, report: str) -> list[str]:
 
 def run(args, settings: CassandraSettings) -> int:
     """Check the confirmation and the keyspace in seconds, then run the Spark job as the DAG does."""
+    from james_consistency.cli import submit
     from james_consistency.engine.run import RunOptions
-    from james_consistency.package_data import entry_point
     from james_consistency.paths import REPORTS_DIR
-    from james_consistency.spark_env import spark_submit_command
     from james_consistency.targets import resolve
 
     options = RunOptions(
@@ -70,5 +68,4 @@ def run(args, settings: CassandraSettings) -> int:
     keyspace = options.keyspace.lower()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     report = args.report or str(REPORTS_DIR / f"mailboxes-{args.mode}-{stamp}.json")
-    command = spark_submit_command(entry_point("mailboxes.py"), job_arguments(args, keyspace, report), settings)
-    return subprocess.run(command, check=False).returncode
+    return submit("mailboxes.py", job_arguments(args, keyspace, report), settings, report)

@@ -1,5 +1,6 @@
 """Wrong input gets one clear line on stderr and a non-zero exit, through the installed `james-consistency` command."""
 
+import json
 import subprocess
 
 import pytest
@@ -97,3 +98,38 @@ def test_missing_projection_table_stops_the_job_before_anything_is_written(cql, 
 
     assert result.returncode == 2
     assert f"keyspace '{keyspace}' has no table messageIdTable" in result.stderr
+
+
+def test_a_run_that_fails_says_why_in_one_line_and_names_its_report_and_log_not_a_stack_trace(
+    cql, cassandra_settings, new_keyspace, tmp_path
+):
+    """Every LOCAL_QUORUM read of a keyspace replicated three times on one node is unavailable: the same failure
+    as a ring with two of its three nodes down, met by the re-check of the candidates."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+    from james_consistency.engine.project_keyspace import ensure_project_keyspace
+    from james_consistency.schema import create_schema
+    from support.messages import message, timeuuid
+
+    # The project's own keyspace (before-images) as on a platform whose data is replicated as the node allows.
+    ensure_project_keyspace(cql, "system_auth")
+    keyspace = new_keyspace("unavailable")
+    create_schema(cql, keyspace, "3.9", replication_factor=3)
+    for uid in (1, 2):  # truth rows whose messageIdTable rows are missing, written by the one replica there is
+        row = message("3.9", timeuuid(1), uid, uid)
+        insert = f"INSERT INTO {keyspace}.imapuidtable ({', '.join(row)}) VALUES ({', '.join('%s' for _ in row)})"
+        cql.execute(SimpleStatement(insert, consistency_level=ConsistencyLevel.ONE), list(row.values()))
+    report = tmp_path / "messages-repair.json"
+
+    result = run_cli(
+        "repair", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port), "--report", str(report)
+    )
+
+    terminal = result.stdout + result.stderr
+    assert result.returncode == 3, terminal  # rows could not be repaired: listed in the report, a re-run converges
+    assert "Traceback" not in terminal and "Caused by" not in terminal and "\tat " not in terminal
+    summary = result.stdout.splitlines()[0]
+    assert summary.startswith(f"messages repair on {keyspace}: PARTIAL;") and "errors 2" in summary
+    assert f"report: {report}" in result.stdout
+    assert result.stderr.splitlines()[-1].startswith(f"log: {report}.log (exit code 3:")
+    assert "Unavailable" in json.loads(report.read_text())["errors"][0]["error"]
