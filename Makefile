@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
 SHELL := /bin/bash
-.PHONY: setup run demo test test-end-to-end lint format bench ui traffic cluster-test
+.PHONY: setup run demo test test-end-to-end lint format bench ui traffic cluster-test wheel
 
 setup:
 	@scripts/setup.sh
@@ -41,3 +41,8 @@ traffic: setup
 # tests; see README "A Cassandra ring and a Spark cluster"). Also the second half of `make test-end-to-end`.
 cluster-test: setup
 	@. scripts/env.sh && pytest -q -p no:cacheprovider tests/cluster
+
+# The wheels an operator installs (dist/): james-consistency (the product, its Airflow side, the DAGs, the suites and
+# the JVM jar set-up compiles) and the local kit's; docs/deployment.md, "Installing into an existing Airflow".
+wheel: setup
+	@. scripts/env.sh && uv build --quiet --wheel --out-dir dist . && uv build --quiet --wheel --out-dir dist kit
