@@ -11,7 +11,10 @@
     summarize   restored, newer writes kept, already as before, not reversed (and why), failed
 
 The undo of the offline mailbox repair asks for the same typed confirmation as the repair. An undo applied twice
-finds everything as before: nothing is written the second time.
+finds everything as before: nothing is written the second time. Two things are never taken back, and the report says
+so: a uid or modseq the mailbox repair's merge handed out (James never gives one twice), and a counter row the repair
+deleted (Cassandra cannot bring a deleted counter back). A counter cell the repair created reads 0 after the undo,
+not null: Cassandra cannot remove a counter cell safely, and James reads both as 0.
 """
 
 import json
@@ -203,8 +206,8 @@ class UndoRepair(Repair):
         run.report["failedCount"] = totals.get(FAILED, 0)
 
     def summarize(self, run: Run, scanned: Scan) -> str:
-        if "undone" not in run.report:
-            run.report["undone"] = {}
+        if "undone" not in run.report:  # nothing to take back
+            run.report.update({"undone": {}, "failedCount": 0, **dict.fromkeys(REPORT_NAMES.values(), 0)})
         return PARTIAL if run.report.get("failedCount") else COMPLETED
 
     def verify(self, run: Run, scanned: Scan) -> str:

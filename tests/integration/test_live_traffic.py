@@ -16,6 +16,7 @@ from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer
 from support import messages
+from support.traffic import read_projections, undone_writes
 
 pytestmark = pytest.mark.end_to_end
 
@@ -32,29 +33,6 @@ FAULTS = (
     "recent-missing",
     "applicable-flag-missing",
 )
-KEY_COLUMNS = {
-    "messageidtable": ("mailboxid", "uid"),
-    "messagedeleted": ("mailboxid", "uid"),
-    "firstunseen": ("mailboxid", "uid"),
-    "mailboxrecents": ("mailboxid", "recent_mesage_uid"),
-    "applicableflag": ("mailboxid",),
-    "aclv2": ("id", "key"),
-    "usermailboxacl": ("username", "mailboxid"),
-}
-
-
-def key_of(table: str, key: dict) -> tuple:
-    return (table, *(str(key[column]) for column in KEY_COLUMNS[table]))
-
-
-def read_projections(cql, keyspace) -> dict:
-    """(table, key...) -> the row as plain JSON values, for every projection table the writer writes."""
-    rows = {}
-    for table, columns in KEY_COLUMNS.items():
-        for row in cql.execute(f"SELECT * FROM {keyspace}.{table}"):
-            values = {name: plain(value) for name, value in row._asdict().items()}
-            rows[(table, *(str(values[column]) for column in columns))] = values
-    return rows
 
 
 def read_truth(cql, keyspace) -> tuple[dict, dict]:
@@ -81,34 +59,6 @@ def truth_key(entry: dict) -> tuple:
     if entry["table"] == "imapuidtable":
         return ("imapuidtable", key["messageid"], key["mailboxid"], str(key["uid"]))
     return ("eventstore", key["aggregateid"], str(key["eventid"]))
-
-
-def undone_writes(log: list[dict], projections: dict) -> list[dict]:
-    """Projection rows whose last write by the writer (a complete operation) is not what the table holds now."""
-    last: dict = {}
-    undone = []
-    for entry in log:
-        for change in entry["projections"]:
-            key = key_of(change["table"], change["key"])
-            if change["table"] == "applicableflag":
-                # Add-only: every keyword a complete operation added must still be there.
-                held = set((projections.get(key) or {}).get("userflags") or ())
-                if not entry["partial"] and not set(change["row"]["userflags"]) <= held:
-                    undone.append({"key": key, "wrote": change["row"], "now": projections.get(key)})
-                continue
-            last[key] = (entry, change)
-    for key, (entry, change) in last.items():
-        if entry["partial"] or "error" in entry:
-            continue
-        now = projections.get(key)
-        wrote = change["row"]
-        if wrote is None:
-            ok = now is None
-        else:
-            ok = now is not None and all(now.get(column) == value for column, value in wrote.items())
-        if not ok:
-            undone.append({"key": key, "op": entry["op"], "wrote": wrote, "now": now})
-    return undone
 
 
 def test_projection_rows_without_message_id_are_repaired(cql, cassandra_settings, spark, new_keyspace):
