@@ -14,9 +14,9 @@ from datetime import datetime
 from urllib.parse import quote
 
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.engine.reports import read_report, summary_line
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
+from james_consistency.run_report import read_report, summary_line
 from james_consistency.schema import validate_keyspace_name
 
 from james_consistency_kit.cassandra_node import LocalNode

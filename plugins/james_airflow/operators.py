@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
-from james_consistency.engine.reports import RunReport, Status
 from james_consistency.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
 from james_consistency.package_data import entry_point
+from james_consistency.run_report import RunReport, Status
 from james_consistency.settings import setting
 
 from james_airflow.connections import cassandra_environment

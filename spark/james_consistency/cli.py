@@ -64,7 +64,7 @@ def cassandra_settings(args):
 
 
 def version() -> str:
-    from james_consistency.engine.reports import package_version
+    from james_consistency.run_report import package_version
 
     return package_version() or "(not installed)"
 
@@ -237,8 +237,8 @@ def submit(entry: str, arguments: list[str], settings, report: str) -> int:
     it had a report, then the log's path when the run did not complete."""
     import time
 
-    from james_consistency.engine.reports import read_report, summary_line
     from james_consistency.package_data import entry_point
+    from james_consistency.run_report import read_report, summary_line
     from james_consistency.spark_env import spark_submit_command
 
     log = Path(f"{report}.log")

@@ -1,6 +1,6 @@
 """`james-consistency history`: inconsistencies found and fixed per projection over time, from the kept reports.
 
-Every job writes a JSON report (james_consistency.engine.reports.RunReport, read here whatever its schema version): the
+Every job writes a JSON report (james_consistency.run_report.RunReport, read here whatever its schema version): the
 command line's under `.local/reports/` (`<target>-<mode>-<time>.json`, or where
 `--report` said), each Airflow DAG run's under `.local/reports/airflow/<dag>/<run>/<task>.json` (with the Great
 Expectations gate results in each report's `gates`). This module reads them back, makes one entry per run of a
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from james_consistency.engine.reports import Mode, RunReport, Status, read_report
 from james_consistency.errors import OperatorError
+from james_consistency.run_report import Mode, RunReport, Status, read_report
 
 FIX_ACTIONS = ("added", "updated", "removed")
 KINDS = ("missing", "outdated", "orphan")

@@ -23,14 +23,7 @@ from functools import partial
 
 from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.cql import CassandraSettings
-from james_consistency.engine.reports import (
-    PARTIAL,
-    WINDOW_ENDED,
-    RunReport,
-    parse_report,
-    summary_line,
-    write_report,
-)
+from james_consistency.engine.reports import write_report
 from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.exit_codes import (
     EXIT_BAD_INPUT,
@@ -43,6 +36,7 @@ from james_consistency.exit_codes import (
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes.policy import ORPHAN_PATH_POLICIES, RECREATE_WHEN_REFERENCED
 from james_consistency.metrics import emit as emit_metrics
+from james_consistency.run_report import PARTIAL, WINDOW_ENDED, RunReport, parse_report, summary_line
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
 

@@ -14,7 +14,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from james_consistency.engine.reports import Mode, RunReport, Status
+from james_consistency.run_report import Mode, RunReport, Status
 
 log = logging.getLogger(__name__)
 

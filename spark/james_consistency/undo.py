@@ -34,11 +34,11 @@ from james_consistency.engine.apply import FAILED, ApplyContext
 from james_consistency.engine.before_images import COUNTER, LWT, SET, UPDATE
 from james_consistency.engine.live import Query, one, prepared
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE
-from james_consistency.engine.reports import COMPLETED, PARTIAL
 from james_consistency.engine.run import Run, RunOptions, Scan, execute, new_run_id, reconcile
 from james_consistency.engine.spec import Repair
 from james_consistency.engine.work_folder import read_text
 from james_consistency.errors import OperatorError
+from james_consistency.run_report import COMPLETED, PARTIAL
 
 log = logging.getLogger("james_consistency.undo")
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from james_airflow.operators import job_arguments
-from james_consistency.engine.reports import parse_report
 from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
 from james_consistency.jobs import build_parser, exit_code, publish, run_options
+from james_consistency.run_report import parse_report
 
 FORM = {
     "keyspace": "james_prod",

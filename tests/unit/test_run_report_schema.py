@@ -6,15 +6,9 @@ import json
 
 import jsonschema
 import pytest
-from james_consistency.engine.reports import (
-    SCHEMA_VERSION,
-    RunReport,
-    json_schema,
-    parse_report,
-    read_report,
-)
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency.projections import CHECKS, TARGETS, projection_spec
+from james_consistency.run_report import SCHEMA_VERSION, RunReport, json_schema, parse_report, read_report
 
 PUBLISHED = PROJECT_ROOT / "docs" / "run-report.schema.json"
 # Tables the quota and attachment specs look for to choose their truth.

@@ -25,10 +25,10 @@ from james_consistency.engine import apply, joined, projection_scan, reports
 from james_consistency.engine.candidates import SAMPLED
 from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED
 from james_consistency.engine.live import now_micros
-from james_consistency.engine.reports import COMPLETED, PARTIAL, WINDOW_ENDED
 from james_consistency.engine.run import Run, Scan, gate, reason, reconcile
 from james_consistency.engine.spec import ProjectionSpec, Repair
 from james_consistency.engine.tables import direct_join_table
+from james_consistency.run_report import COMPLETED, PARTIAL, WINDOW_ENDED
 
 log = logging.getLogger("james_consistency")
 

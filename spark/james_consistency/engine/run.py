@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,10 +30,10 @@ from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CON
 from james_consistency.cql import CassandraSettings
 from james_consistency.engine import apply, before_images, reports
 from james_consistency.engine.ranges import RangedScan, WindowEnded
-from james_consistency.engine.reports import COMPLETED, FAILED
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
+from james_consistency.run_report import FAILED, WINDOW_ENDED
 from james_consistency.schema import validate_keyspace_name
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
@@ -235,7 +235,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     except WindowEnded as ended:
         reports.note_window_end(run.report, ended.progress)
         log.warning("%s: the next run goes on from here", run.report["windowEnded"])
-        return reports.finish(run, reports.WINDOW_ENDED)
+        return reports.finish(run, WINDOW_ENDED)
     judge(run, scanned)
     if options.mode == "check":
         return reports.finish(run, repair.check(run, scanned))
@@ -390,11 +390,3 @@ def repair_in_passes(run: Run, scanned: Scan) -> str:
     with stage(run, "before-images"):
         run.report["beforeImages"] = before_images.export(run.spark, run.run_id, run.work_dir, _undo_summary(run))
     return repair.summarize(run, scanned)
-
-
-def partial_unless(completed: bool) -> str:
-    return COMPLETED if completed else reports.PARTIAL
-
-
-def as_dict(options: RunOptions) -> dict:
-    return asdict(options)

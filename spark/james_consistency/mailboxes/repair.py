@@ -26,7 +26,6 @@ from pyspark.sql import functions as F
 
 from james_consistency import gates
 from james_consistency.engine import reports
-from james_consistency.engine.reports import COMPLETED, PARTIAL
 from james_consistency.engine.run import Run, Scan, gate, reconcile
 from james_consistency.engine.spec import Repair
 from james_consistency.engine.tables import read_table
@@ -35,6 +34,7 @@ from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
+from james_consistency.run_report import COMPLETED, PARTIAL
 
 log = logging.getLogger("james_consistency.mailboxes")
 

@@ -4,9 +4,9 @@ counts per kind, orphan paths with their message references, conflicts with the 
 
 import json
 
-from james_consistency.engine.reports import RunReport
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes.policy import merge_plan
+from james_consistency.run_report import RunReport
 
 MERGE_ROUTE = "POST /cassandra/mailbox/merging"
 
