@@ -12,31 +12,7 @@ from james_consistency.engine.run import RunOptions
 from james_consistency.projections import TARGETS
 from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
-from support.james_platform import james_platform
-
-PROJECTION_TABLES = {
-    "3.9": (
-        "messageidtable",
-        "usermailboxacl",
-        "aclv2",
-        "messagedeleted",
-        "firstunseen",
-        "mailboxrecents",
-        "applicableflag",
-        "mailboxcounters",
-        "currentquota",  # James 3.6 to 3.8 (the harness's 3.8.1) write 3.9's tables but keep quotas there
-    ),
-    "3.5": (
-        "messageidtable",
-        "usermailboxacl",
-        "messagedeleted",
-        "firstunseen",
-        "mailboxrecents",
-        "applicableflag",
-        "mailboxcounters",
-        "currentquota",
-    ),
-}
+from support.james_platform import PROJECTION_TABLES, james_platform
 
 
 def contents(cql, keyspace, table) -> list:

@@ -19,39 +19,18 @@ from james_consistency_kit import james_harness
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import TrafficOptions, read_log, run_writer
+from support.james_platform import PROJECTION_TABLES, VERSION_OF_GENERATION
 from support.mailboxes import break_every_mailbox_kind
 from support.traffic import read_projections, undone_writes
 
 pytestmark = pytest.mark.end_to_end
 
-# The night's order (messages first: counters and quotas count them) and the tables each James release keeps.
+# The night's order (messages first: counters and quotas count them).
 NIGHT = {
     "3.8.1": ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
     "3.5.0": ("messages", "acl", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
 }
-TOUCHED_TABLES = {
-    "3.8.1": (
-        "messageidtable",
-        "usermailboxacl",
-        "aclv2",
-        "messagedeleted",
-        "firstunseen",
-        "mailboxrecents",
-        "applicableflag",
-        "mailboxcounters",
-        "currentquota",
-    ),
-    "3.5.0": (
-        "messageidtable",
-        "usermailboxacl",
-        "messagedeleted",
-        "firstunseen",
-        "mailboxrecents",
-        "applicableflag",
-        "mailboxcounters",
-        "currentquota",
-    ),
-}
+GENERATION_OF_VERSION = {version: generation for generation, version in VERSION_OF_GENERATION.items()}
 # What the offline mailbox repair may write; the uid and modseq generators it advances are never taken back.
 MAILBOX_TABLES = {
     "3.9": ("mailbox", "mailboxpathv3", "imapuidtable", "messageidtable", "eventstore"),
@@ -102,12 +81,13 @@ def test_every_target_repaired_on_a_platform_james_broke_then_undone_is_as_befor
     for number, kind in enumerate(kind for kind in listed if kind["target"] != "attachments"):
         arguments = [*on_keyspace, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)]
         james_harness.run(version, "break", arguments, cassandra_settings)
-    before = snapshot(cql, keyspace, TOUCHED_TABLES[version])
+    tables = PROJECTION_TABLES[GENERATION_OF_VERSION[version]]
+    before = snapshot(cql, keyspace, tables)
 
     runs = repair_night(spark, cassandra_settings, keyspace, NIGHT[version], tmp_path)
     assert all(report["status"] == "COMPLETED" for _, report in runs), [r["errors"] for _, r in runs]
     written = {report["target"]: report["beforeImages"]["records"] for _, report in runs}
-    assert sum(written.values()) > 0 and snapshot(cql, keyspace, TOUCHED_TABLES[version]) != before
+    assert sum(written.values()) > 0 and snapshot(cql, keyspace, tables) != before
 
     undone = [undo_run(spark, cassandra_settings, run_dir, apply=True) for run_dir, _ in reversed(runs)]
 
@@ -115,7 +95,7 @@ def test_every_target_repaired_on_a_platform_james_broke_then_undone_is_as_befor
         ("COMPLETED", 0, 0)
     ] * len(runs)
     assert {report["undoneTarget"]: report["restored"] for report in undone} == written
-    after = snapshot(cql, keyspace, TOUCHED_TABLES[version])
+    after = snapshot(cql, keyspace, tables)
     assert {table: rows for table, rows in after.items() if rows != before[table]} == {}
 
 

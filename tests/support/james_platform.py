@@ -22,6 +22,30 @@ WRITTEN_BY_UPDATE = {
     "3.8.1": {"messageidtable", "aclv2", "applicableflag", "messagev3"},
     "3.5.0": {"applicableflag"},
 }
+# The projection tables of each generation, as the harness's James releases keep them.
+PROJECTION_TABLES = {
+    "3.9": (
+        "messageidtable",
+        "usermailboxacl",
+        "aclv2",
+        "messagedeleted",
+        "firstunseen",
+        "mailboxrecents",
+        "applicableflag",
+        "mailboxcounters",
+        "currentquota",  # James 3.6 to 3.8 (the harness's 3.8.1) write 3.9's tables but keep quotas there
+    ),
+    "3.5": (
+        "messageidtable",
+        "usermailboxacl",
+        "messagedeleted",
+        "firstunseen",
+        "mailboxrecents",
+        "applicableflag",
+        "mailboxcounters",
+        "currentquota",
+    ),
+}
 _TEMPLATES: dict[tuple, str] = {}
 
 
