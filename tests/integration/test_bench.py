@@ -61,6 +61,9 @@ def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(
     assert nightly["found"]["orphan"] == nightly["broken"]["projection-orphan"]
     assert nightly["remainingAfterVerify"] == 0
     assert nightly["verifiedCandidates"] == sum(nightly["found"].values())
+    # Each fix of the repairs recorded its before-image first (what undo takes back).
+    assert figures["repair"]["beforeImages"] == sum(figures["fixed"].values()) > 0
+    assert nightly["beforeImages"] == sum(nightly["fixed"].values())
     resumed = figures["stoppedAndResumed"]
     assert (resumed["stoppedStatus"], resumed["resumedStatus"]) == ("WINDOW_ENDED", "COMPLETED")
     assert resumed["stoppedAfterRanges"] + resumed["resumedScannedRanges"] == figures["dryRunInRanges"]["ranges"]

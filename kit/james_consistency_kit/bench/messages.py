@@ -188,7 +188,8 @@ def figures(bench: MessagesBench) -> dict:
             "rowsScanned": phases["bareScan"].result,
         },
         "dryRun": _throughput(phases["dryRun"], truth_rows),
-        "repair": _throughput(phases["repair"], truth_rows),
+        # Every write of the repair recorded its before-image first (what `undo` takes back): their cost is in here.
+        "repair": {**_throughput(phases["repair"], truth_rows), "beforeImages": _images(repair)},
         "nightlyRun": _nightly_figures(bench),
         "dryRunInRanges": {
             **_throughput(phases["dryRunInRanges"], truth_rows),
@@ -241,6 +242,10 @@ def _throughput(phase: Timed, truth_rows: int) -> dict:
     return {"seconds": phase.seconds, "truthRowsPerSecond": phase.per_second(truth_rows)}
 
 
+def _images(report: dict) -> int:
+    return (report.get("beforeImages") or {}).get("records", 0)
+
+
 def _fixed(report: dict) -> dict:
     return {name: report[f"{name}MessageIdEntries"] for name in ("added", "updated", "removed")}
 
@@ -253,6 +258,7 @@ def _nightly_figures(bench: MessagesBench) -> dict:
         "broken": bench.nightly_broken,
         "found": check["inconsistencies"],
         "fixed": _fixed(repair),
+        "beforeImages": _images(repair),
         "remainingAfterVerify": verify["remainingInconsistencies"],
         "verifiedCandidates": verify["verifiedCandidates"],
         "verifiedSample": verify["verifiedSample"],
