@@ -1,7 +1,7 @@
 """The files the product ships beside its code, found through importlib.resources wherever the package is installed
 (a wheel in a virtualenv or an image, or the checkout's editable install), never beside a checkout:
 
-    entry_points/   the spark-submit entry points (reconcile.py, mailboxes.py, class_archive_warm_up.py)
+    entry_points/   the spark-submit entry points (reconcile.py, mailboxes.py, undo.py, housekeeping.py, ...)
     expectations/   the Great Expectations suites, as reviewable JSON
     conf/           Spark's log configuration (log4j2.properties)
     jvm/            the JVM side (*.java) and its jar, compiled by scripts/setup.sh or the image build
@@ -19,7 +19,7 @@ from james_consistency.errors import OperatorError
 
 DISTRIBUTION = "james-consistency"
 JVM_JAR_NAME = "james-consistency-jvm.jar"
-ENTRY_POINTS = ("reconcile.py", "mailboxes.py", "undo.py", "class_archive_warm_up.py")
+ENTRY_POINTS = ("reconcile.py", "mailboxes.py", "undo.py", "housekeeping.py", "class_archive_warm_up.py")
 # Folders of package data (not Python) whose every file an installed wheel's RECORD lists.
 DATA_FOLDERS = ("expectations", "conf", "jvm")
 

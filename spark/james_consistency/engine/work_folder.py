@@ -21,6 +21,20 @@ def delete(spark: SparkSession, url: str) -> None:
         filesystem.delete(path, True)
 
 
+def files_named(spark: SparkSession, url: str, name: str) -> list[tuple[str, int]]:
+    """Every file called `name` below `url` (at any depth), with its modification time in milliseconds; none when
+    `url` is not there."""
+    path, filesystem = _hadoop_path(spark, url)
+    if not filesystem.exists(path):
+        return []
+    found, files = [], filesystem.listFiles(path, True)
+    while files.hasNext():
+        status = files.next()
+        if status.getPath().getName() == name:
+            found.append((status.getPath().toString(), status.getModificationTime()))
+    return found
+
+
 def write_text(spark: SparkSession, url: str, text: str) -> None:
     """Write (or replace) one small file."""
     path, filesystem = _hadoop_path(spark, url)
