@@ -9,6 +9,9 @@ prints them as a table and, on request, draws a PNG (matplotlib, Agg backend: no
 
 An entry's `found` is what the run's first scan diffed (check, else repair, else verify); `fixed` what its repair
 added, rewrote or removed; `remaining` what its verify left; a run stopped by a gate before its diff has no `found`.
+Its `undo` says whether the run can still be taken back (`james-consistency undo --run-dir`, the `undo_repair` DAG):
+`yes` while its repair's before-images are within JAMES_UNDO_RETENTION_DAYS and their folder is there, else
+`expired`, `removed` or `undone` (an applied undo took it back); `-` for a run that wrote nothing.
 """
 
 from __future__ import annotations
@@ -18,14 +21,28 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlparse
 
 from james_consistency.errors import OperatorError
 from james_consistency.run_report import Mode, RunReport, Status, read_report
+from james_consistency.undo_retention import undoable_until
 
 FIX_ACTIONS = ("added", "updated", "removed")
 KINDS = ("missing", "outdated", "orphan")
 MODE_ORDER = {"check": 0, "repair": 1, "verify": 2}
 STATUS_ORDER = ("FAILED", "PARTIAL", "WINDOW_ENDED", "COMPLETED", "NOT_APPLICABLE")
+UNDO_TARGET = "undo"  # the target of an undo's reports (james_consistency.undo.UNDO)
+# Whether a run can still be undone.
+UNDOABLE, UNDONE, EXPIRED, REMOVED = "yes", "undone", "expired", "removed"
+
+
+@dataclass(frozen=True)
+class Undo:
+    """Whether a run that wrote something can still be taken back, from which work folder, until when."""
+
+    state: str
+    run_dir: str
+    until: datetime
 
 
 @dataclass
@@ -46,6 +63,7 @@ class RunEntry:
     failed_gates: list[str] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     ranges: dict | None = None  # the token ranges of a ranged scan: done, total
+    undo: Undo | None = None  # None: the run wrote nothing to take back
 
     @property
     def status_text(self) -> str:
@@ -100,7 +118,52 @@ def _fixed(report: RunReport) -> int:
     return sum(report.fixed_counts().values())
 
 
-def _entry(run: str, reports: list[tuple[Path, RunReport]]) -> RunEntry:
+def _folder_is_there(path: str) -> bool:
+    """Whether a before-images folder is still there; a folder on another filesystem (hdfs://, s3a://) is taken to be
+    (this command has no Hadoop client: the housekeeping removes it at the end of the retention anyway)."""
+    url = urlparse(path)
+    if url.scheme in ("", "file"):
+        return Path(url.path if url.scheme else path).is_dir()
+    return True
+
+
+def _undo(repairs: list[RunReport], when: datetime, undone: set[str], now: datetime) -> Undo | None:
+    """Whether the run's repair can still be undone (None when it recorded no before-image)."""
+    repair = next((report for report in repairs if report.beforeImages and report.beforeImages.records), None)
+    if repair is None:
+        return None
+    images = repair.beforeImages.path.rstrip("/")
+    run_dir = (repair.workDir or images.rsplit("/", 1)[0]).rstrip("/")
+    until = undoable_until(_moment(repair.startedAt) or when)
+    if repair.runId in undone:
+        state = UNDONE
+    elif now >= until:
+        state = EXPIRED
+    elif not _folder_is_there(images):
+        state = REMOVED
+    else:
+        state = UNDOABLE
+    return Undo(state=state, run_dir=run_dir, until=until)
+
+
+def undone_run_ids(reports: list[tuple[Path, RunReport]]) -> set[str]:
+    """The runs an applied undo took back completely."""
+    return {
+        report.undoneRunId
+        for _, report in reports
+        if report.target == UNDO_TARGET
+        and report.mode == Mode.REPAIR
+        and report.status == Status.COMPLETED
+        and report.undoneRunId
+    }
+
+
+def _entry(
+    run: str,
+    reports: list[tuple[Path, RunReport]],
+    undone: frozenset[str] = frozenset(),
+    now: datetime | None = None,
+) -> RunEntry:
     reports = sorted(reports, key=lambda item: MODE_ORDER[item[1].mode])
     first = reports[0][1]
     times = [
@@ -139,6 +202,7 @@ def _entry(run: str, reports: list[tuple[Path, RunReport]]) -> RunEntry:
         failed_gates=gates,
         reports=[str(path) for path, _ in reports],
         ranges=ranged.model_dump() if ranged is not None else None,
+        undo=_undo(repairs, min(times), undone, now or datetime.now(UTC)),
     )
 
 
@@ -147,6 +211,7 @@ def collect(
 ) -> tuple[list[RunEntry], int]:
     """The runs found in `folder`, oldest first per projection, filtered; and the count of skipped files."""
     reports, skipped = read_reports(folder)
+    undone, now = undone_run_ids(reports), datetime.now(UTC)
     groups: dict[tuple[str, str], list[tuple[Path, RunReport]]] = {}
     for path, report in reports:
         run = _run_label(folder, path)
@@ -155,7 +220,7 @@ def collect(
         groups.setdefault(key, []).append((path, report))
     entries = []
     for (_, name), members in groups.items():
-        entry = _entry(_run_label(folder, members[0][0]), members)
+        entry = _entry(_run_label(folder, members[0][0]), members, undone, now)
         if target and name != target:
             continue
         if keyspace and entry.keyspace != keyspace.lower():
@@ -166,12 +231,32 @@ def collect(
     return sorted(entries, key=lambda e: (e.target, e.when, e.run)), skipped
 
 
+def still_undoable(entries: list[RunEntry]) -> list[RunEntry]:
+    """The entries that can still be undone, newest first."""
+    undoable = [entry for entry in entries if entry.undo is not None and entry.undo.state == UNDOABLE]
+    return sorted(undoable, key=lambda entry: entry.when, reverse=True)
+
+
+def undoable_runs(folder: Path) -> list[RunEntry]:
+    """The runs below `folder` that can still be undone, newest first."""
+    return still_undoable(collect(folder)[0])
+
+
+def undoable_lines(entries: list[RunEntry]) -> list[str]:
+    """One line per undoable run: what it repaired, until when, and the command that takes it back."""
+    return [
+        f"{entry.target} {entry.run} on {entry.keyspace}, until {entry.undo.until.astimezone(UTC):%Y-%m-%d %H:%M} "
+        f"UTC: james-consistency undo --run-dir {entry.undo.run_dir}"
+        for entry in entries
+    ]
+
+
 def _number(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
 NUMBERS = ("found", *KINDS, "fixed", "remaining")
-COLUMNS = ("time (UTC)", "projection", "keyspace", "run", "modes", *NUMBERS, "status")
+COLUMNS = ("time (UTC)", "projection", "keyspace", "run", "modes", *NUMBERS, "undo", "status")
 
 
 def table_lines(entries: list[RunEntry]) -> list[str]:
@@ -187,6 +272,7 @@ def table_lines(entries: list[RunEntry]) -> list[str]:
             *(_number(entry.by_kind.get(kind)) if entry.found is not None else "-" for kind in KINDS),
             _number(entry.fixed),
             _number(entry.remaining),
+            entry.undo.state if entry.undo else "-",
             entry.status_text,
         )
         for entry in entries
@@ -339,6 +425,12 @@ def run_history(args) -> int:
     print()
     for line in totals_lines(entries):
         print(line)
+    undoable = still_undoable(entries)
+    if undoable:
+        print()
+        print("Undoable runs (the undo_repair DAG takes the same work folder):")
+        for line in undoable_lines(undoable):
+            print(f"  {line}")
     if skipped:
         print(f"({skipped} JSON files in {folder} are not consistency reports: skipped)")
     if args.plot:
