@@ -137,6 +137,19 @@ def _add_bench_command(commands, targets) -> None:
     report.add_argument("results", nargs="*", help="result files or folders of them (default: docs/benchmarks/)")
     report.add_argument("--page", help="the page to write (default: docs/benchmarks.md; its figure beside it)")
     report.set_defaults(handler=_bench_report)
+    model = kinds.add_parser(
+        "model",
+        help="a night on any cluster, modelled from the messages bench's figures (see kit/.../bench/model.py)",
+    )
+    model.add_argument("results", nargs="*", help="messages bench result files (default: the latest two sizes)")
+    model.add_argument("--messages", type=non_negative, default=100_000_000)
+    model.add_argument("--broken-share", type=rate, default=0.01)
+    model.add_argument("--executors", type=non_negative, default=40, help="Spark executor cores")
+    model.add_argument("--nodes", type=non_negative, default=6, help="Cassandra nodes")
+    model.add_argument("--cores-per-node", type=non_negative, default=8)
+    model.add_argument("--cassandra-share", type=rate, default=0.5, help="share of the nodes' cores the night may take")
+    model.add_argument("--window-minutes", type=float, default=60.0, help="the night's window")
+    model.set_defaults(handler=_bench_model)
 
 
 def _add_james_command(commands) -> None:
@@ -417,6 +430,59 @@ def _bench_report(args) -> int:
     from james_consistency_kit.bench.report import PAGE, write_report
 
     _print_report(*write_report([Path(path) for path in args.results], Path(args.page) if args.page else PAGE))
+    return 0
+
+
+def _bench_model(args) -> int:
+    """The model's constants, how it predicts each bench run it was made from (shared cores), and the night asked
+    for on separate machines."""
+    from pathlib import Path
+
+    from james_consistency_kit.bench.model import Constants, Measured, Night
+    from james_consistency_kit.bench.results import PUBLISHED_DIR, load
+
+    files, _ = load([Path(path) for path in args.results] or [PUBLISHED_DIR])
+    measured = [Measured.from_bench(file.figures) for file in files if file.name.startswith("messages-")]
+    if not measured:
+        raise OperatorError("no messages bench result to model from: run `james-consistency bench messages` first")
+    by_size = {run.messages: run for run in sorted(measured, key=lambda run: run.seconds)}
+    runs = [by_size[size] for size in sorted(by_size)][-2:] if not args.results else measured
+    constants = Constants.measured(runs)
+    checked = []
+    for run in runs:
+        predicted = Night(run.messages, run.candidates / max(run.messages, 1), constants).shared(run.cores)
+        checked.append(
+            {
+                "messages": run.messages,
+                "measuredSeconds": run.seconds,
+                "predictedSeconds": round(predicted["seconds"], 1),
+                "off": f"{(predicted['seconds'] - run.seconds) / run.seconds:+.0%}",
+            }
+        )
+    night = Night.broken(args.messages, args.broken_share, constants)
+    predicted = night.separate(args.executors, args.nodes, args.cores_per_node, args.cassandra_share)
+    print(
+        json.dumps(
+            {
+                "constants": {name: float(f"{value:.4g}") for name, value in vars(constants).items()},
+                "againstTheBench": checked,
+                "night": {
+                    "messages": args.messages,
+                    "brokenShare": args.broken_share,
+                    "executorCores": args.executors,
+                    "cassandraNodes": args.nodes,
+                    "coresPerNode": args.cores_per_node,
+                    "cassandraShare": args.cassandra_share,
+                    "seconds": round(predicted["seconds"]),
+                    "cassandraCpuSeconds": round(predicted["cassandraCpuSeconds"]),
+                    "sparkCpuSeconds": round(predicted["sparkCpuSeconds"]),
+                    "boundBy": predicted["boundBy"],
+                    "fitsInWindow": predicted["seconds"] <= args.window_minutes * 60,
+                },
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -1,0 +1,156 @@
+"""A model of a night on any cluster, from constants the messages bench measures (`bench model`).
+
+A night (the nightly DAG run: check, repair, verify) costs, in processor time:
+- on Cassandra: the scan (CPU per row read, both tables) and the re-checks (CPU per candidate re-checked);
+- on Spark (the driver and the executors): the scan's kept rows and the diff (CPU per row read) and the re-checks
+  (CPU per candidate: reading the live rows, deciding, writing the fix and its before-image);
+- a fixed part per night (job start-up, gates, Spark's scheduling), the intercept of two bench sizes.
+
+The candidates of a night are what it finds (its broken share of the messages) re-checked twice (the repair, then
+the verify), and the verify's sample of consistent keys once. With Cassandra and Spark on machines of their own, the
+slower side bounds the night; on shared cores (this machine) their CPU adds up on the same cores:
+
+    separate   wall = fixed + max(Cassandra CPU / (nodes x cores per node x share of them for the night),
+                                  Spark CPU / executor cores)
+    shared     wall = fixed + (Cassandra CPU + Spark CPU) / cores
+
+Constants come from one bench file (the fixed part then 0), or two of different sizes (per row and per candidate
+from the difference, the fixed part from the rest).
+"""
+
+from dataclasses import dataclass, replace
+
+# The verify's sample of consistent keys (engine.run.RunOptions.verify_sample_fraction's default).
+VERIFY_SAMPLE_FRACTION = 0.001
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One nightly run of the bench, as the model reads it."""
+
+    messages: int
+    rows_read: int  # both tables, every row
+    candidates: int  # re-checks of the repair and the verify
+    seconds: float
+    cassandra_scan_cpu: float  # the nightly check's Cassandra CPU seconds
+    spark_scan_cpu: float  # the nightly check's other CPU seconds
+    cassandra_recheck_cpu: float  # the repair's and verify's Cassandra CPU seconds
+    spark_recheck_cpu: float
+    cores: int
+
+    @classmethod
+    def from_bench(cls, figures: dict) -> "Measured":
+        nightly = figures["nightlyRun"]
+        steps = nightly["stepsCpu"]
+        found = sum(nightly["found"].values())
+        rows_per_message = figures["bareScan"]["rowsScanned"] / max(figures["messages"], 1)
+
+        def spark(step: str) -> float:
+            return steps[step]["cpuSeconds"] - steps[step]["cassandraCpuSeconds"]
+
+        return cls(
+            messages=figures["messages"],
+            rows_read=round(rows_per_message * figures["messages"]),
+            candidates=found + nightly["verifiedCandidates"] + nightly["verifiedSample"],
+            seconds=nightly["seconds"],
+            cassandra_scan_cpu=steps["check"]["cassandraCpuSeconds"],
+            spark_scan_cpu=spark("check"),
+            cassandra_recheck_cpu=steps["repair"]["cassandraCpuSeconds"] + steps["verify"]["cassandraCpuSeconds"],
+            spark_recheck_cpu=spark("repair") + spark("verify"),
+            cores=steps["check"]["cores"],
+        )
+
+
+@dataclass(frozen=True)
+class Constants:
+    """What a night costs per row read, per candidate re-checked, and once (seconds of processor time; wall seconds
+    for the fixed part)."""
+
+    cassandra_cpu_per_row: float
+    spark_cpu_per_row: float
+    cassandra_cpu_per_candidate: float
+    spark_cpu_per_candidate: float
+    fixed_seconds: float
+    rows_per_message: float
+
+    @classmethod
+    def measured(cls, runs: list[Measured]) -> "Constants":
+        """From one run (no fixed part), or from the smallest and the largest of several: the costs per row and
+        per candidate from their difference, the fixed part from what the smallest run's wall time has beyond them."""
+        runs = sorted(runs, key=lambda run: run.messages)
+        small, large = runs[0], runs[-1]
+        two_sizes = large.rows_read > small.rows_read
+        base = _difference(large, small) if two_sizes else large
+        rows, candidates = max(base.rows_read, 1), max(base.candidates, 1)
+        variable = cls(
+            cassandra_cpu_per_row=max(base.cassandra_scan_cpu, 0.0) / rows,
+            spark_cpu_per_row=max(base.spark_scan_cpu, 0.0) / rows,
+            cassandra_cpu_per_candidate=max(base.cassandra_recheck_cpu, 0.0) / candidates,
+            spark_cpu_per_candidate=max(base.spark_recheck_cpu, 0.0) / candidates,
+            fixed_seconds=0.0,
+            rows_per_message=large.rows_read / max(large.messages, 1),
+        )
+        if not two_sizes:
+            return variable
+        work = Night(small.messages, small.candidates / max(small.messages, 1), variable).shared(small.cores)
+        return replace(variable, fixed_seconds=max(small.seconds - work["seconds"], 0.0))
+
+
+def _difference(large: Measured, small: Measured) -> Measured:
+    """What the larger run did beyond the smaller one."""
+    return Measured(
+        messages=large.messages - small.messages,
+        rows_read=large.rows_read - small.rows_read,
+        candidates=large.candidates - small.candidates,
+        seconds=large.seconds - small.seconds,
+        cassandra_scan_cpu=large.cassandra_scan_cpu - small.cassandra_scan_cpu,
+        spark_scan_cpu=large.spark_scan_cpu - small.spark_scan_cpu,
+        cassandra_recheck_cpu=large.cassandra_recheck_cpu - small.cassandra_recheck_cpu,
+        spark_recheck_cpu=large.spark_recheck_cpu - small.spark_recheck_cpu,
+        cores=large.cores,
+    )
+
+
+@dataclass(frozen=True)
+class Night:
+    """A night of `messages` with `candidates_per_message` re-checks per message (broken share x 2, plus the
+    verify's sample), costed by `constants`."""
+
+    messages: int
+    candidates_per_message: float
+    constants: Constants
+
+    @classmethod
+    def broken(cls, messages: int, broken_share: float, constants: Constants) -> "Night":
+        return cls(messages, 2 * broken_share + VERIFY_SAMPLE_FRACTION, constants)
+
+    def cpu(self) -> tuple[float, float]:
+        """(Cassandra, Spark) processor seconds of the night."""
+        c = self.constants
+        rows = self.messages * c.rows_per_message
+        candidates = self.messages * self.candidates_per_message
+        return (
+            rows * c.cassandra_cpu_per_row + candidates * c.cassandra_cpu_per_candidate,
+            rows * c.spark_cpu_per_row + candidates * c.spark_cpu_per_candidate,
+        )
+
+    def separate(self, executor_cores: int, nodes: int, cores_per_node: int, cassandra_share: float) -> dict:
+        """Cassandra on its nodes (a share of their cores for the night), Spark on its executors."""
+        cassandra, spark = self.cpu()
+        cassandra_wall = cassandra / (nodes * cores_per_node * cassandra_share)
+        spark_wall = spark / executor_cores
+        return {
+            "seconds": self.constants.fixed_seconds + max(cassandra_wall, spark_wall),
+            "cassandraCpuSeconds": cassandra,
+            "sparkCpuSeconds": spark,
+            "boundBy": "cassandra" if cassandra_wall >= spark_wall else "spark",
+        }
+
+    def shared(self, cores: int) -> dict:
+        """Cassandra and Spark on the same cores (one machine, as the bench runs)."""
+        cassandra, spark = self.cpu()
+        return {
+            "seconds": self.constants.fixed_seconds + (cassandra + spark) / cores,
+            "cassandraCpuSeconds": cassandra,
+            "sparkCpuSeconds": spark,
+        }

@@ -1,0 +1,84 @@
+"""The model of a night: from two bench runs made with known costs, it finds those costs back, predicts both runs,
+and bounds a night on separate machines by the slower side."""
+
+import pytest
+from james_consistency_kit.bench.model import Constants, Measured, Night
+
+# A night's true costs: CPU seconds per row read and per candidate, on Cassandra and on Spark; seconds once.
+CASSANDRA_ROW, SPARK_ROW, CASSANDRA_CANDIDATE, SPARK_CANDIDATE, FIXED = 2e-5, 5e-5, 1e-3, 4e-3, 12.0
+CORES = 2
+
+
+def bench_figures(messages: int, broken: int, sample: int) -> dict:
+    """A messages bench's JSON as it would be for a night with the costs above on two shared cores."""
+    rows = 2 * messages
+    candidates = broken + broken + sample
+    scan = (rows * CASSANDRA_ROW, rows * SPARK_ROW)
+    recheck = (candidates * CASSANDRA_CANDIDATE, candidates * SPARK_CANDIDATE)
+    seconds = FIXED + (sum(scan) + sum(recheck)) / CORES
+
+    def step(cassandra: float, spark: float) -> dict:
+        return {"cpuSeconds": cassandra + spark, "cassandraCpuSeconds": cassandra, "cores": CORES}
+
+    return {
+        "messages": messages,
+        "bareScan": {"rowsScanned": rows},
+        "nightlyRun": {
+            "seconds": seconds,
+            "found": {"missing": broken, "outdated": 0, "orphan": 0},
+            "verifiedCandidates": broken,
+            "verifiedSample": sample,
+            "stepsCpu": {
+                "check": step(*scan),
+                "repair": step(recheck[0] / 2, recheck[1] / 2),
+                "verify": step(recheck[0] / 2, recheck[1] / 2),
+            },
+        },
+    }
+
+
+RUNS = [
+    Measured.from_bench(bench_figures(100_000, 1_000, 100)),
+    Measured.from_bench(bench_figures(1_000_000, 10_000, 1_000)),
+]
+
+
+def test_two_bench_sizes_give_back_the_costs_per_row_per_candidate_and_once():
+    constants = Constants.measured(RUNS)
+
+    assert constants.cassandra_cpu_per_row == pytest.approx(CASSANDRA_ROW)
+    assert constants.spark_cpu_per_row == pytest.approx(SPARK_ROW)
+    assert constants.cassandra_cpu_per_candidate == pytest.approx(CASSANDRA_CANDIDATE)
+    assert constants.spark_cpu_per_candidate == pytest.approx(SPARK_CANDIDATE)
+    assert constants.fixed_seconds == pytest.approx(FIXED)
+
+
+def test_the_model_predicts_the_runs_it_was_made_from():
+    constants = Constants.measured(RUNS)
+
+    for run in RUNS:
+        night = Night(run.messages, run.candidates / run.messages, constants)
+        assert night.shared(CORES)["seconds"] == pytest.approx(run.seconds)
+
+
+def test_one_bench_size_cannot_see_the_fixed_part_of_a_night():
+    run = RUNS[0]
+    constants = Constants.measured([run])
+
+    assert constants.fixed_seconds == 0 and constants.spark_cpu_per_row == pytest.approx(SPARK_ROW)
+    night = Night(run.messages, run.candidates / run.messages, constants)
+    assert night.shared(CORES)["seconds"] == pytest.approx(run.seconds - FIXED)
+
+
+def test_on_separate_machines_the_slower_side_bounds_the_night():
+    constants = Constants.measured(RUNS)
+    night = Night.broken(100_000_000, 0.01, constants)
+    cassandra, spark = night.cpu()
+
+    few_executors = night.separate(executor_cores=4, nodes=6, cores_per_node=8, cassandra_share=0.5)
+    many_executors = night.separate(executor_cores=400, nodes=2, cores_per_node=2, cassandra_share=0.25)
+
+    assert few_executors["boundBy"] == "spark"
+    assert few_executors["seconds"] == pytest.approx(FIXED + spark / 4)
+    assert many_executors["boundBy"] == "cassandra"
+    assert many_executors["seconds"] == pytest.approx(FIXED + cassandra / (2 * 2 * 0.25))
