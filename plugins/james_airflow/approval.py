@@ -9,12 +9,14 @@ answer again before it passes the confirmation to the job, which refuses to writ
 """
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import BaseNotifier, Param
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.package_data import entry_point
+from james_consistency.run_report import RunReport
+from james_consistency.settings import setting
 
 from james_airflow.notifiers import airflow_base_url, run_url, send_alert
 from james_airflow.operators import ConsistencyJobOperator
@@ -27,12 +29,12 @@ CONFIRMATION_FIELD = "confirmation"
 ANSWER = "answer"  # the XCom key of the approver's decision
 
 
-def approved(answer: dict | None) -> bool:
-    """An approval counts only with Approve chosen and the exact confirmation typed."""
-    if not answer:
+def approved(answer: dict | None, confirmation_required: bool = True) -> bool:
+    """An approval counts only with Approve chosen and, when required, the exact confirmation typed."""
+    if not answer or answer.get("chosen_options") != [ApprovalOperator.APPROVE]:
         return False
     typed = str((answer.get("params_input") or {}).get(CONFIRMATION_FIELD) or "").strip()
-    return answer.get("chosen_options") == [ApprovalOperator.APPROVE] and typed == CONFIRMATION
+    return typed == CONFIRMATION or not confirmation_required
 
 
 def mailbox_job_arguments(mode: str, params: dict, report: str, answer: dict | None = None) -> list[str]:
@@ -53,24 +55,12 @@ class MailboxJobOperator(ConsistencyJobOperator):
     repair jobs (address from the Airflow connection, credentials by environment only)."""
 
     def __init__(self, *, mode: str, **kwargs):
-        # The parent builds the reconcile job's arguments from `mode`; "check" needs only the keyspace of the form.
-        super().__init__(target="mailboxes", mode="check", **kwargs)
-        self.job_mode = mode
+        super().__init__(target="mailboxes", mode=mode, **kwargs)
         self.application = str(entry_point("mailboxes.py"))
-        self.name = f"james-mailboxes-{mode}"
 
-    def execute(self, context):
-        from james_airflow.runs import report_path
-
-        answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER) if self.job_mode == "repair" else None
-        report = report_path(context["dag"].dag_id, context["run_id"], self.task_id)
-        self._mailbox_arguments = mailbox_job_arguments(self.job_mode, context["params"], str(report), answer)
-        return super().execute(context)
-
-    def _get_hook(self):
-        # ConsistencyJobOperator sets the reconcile job's arguments; this job has its own.
-        self.application_args = self._mailbox_arguments
-        return super()._get_hook()
+    def arguments(self, context, report: str) -> list[str]:
+        answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER) if self.mode == "repair" else None
+        return mailbox_job_arguments(self.mode, context["params"], report, answer)
 
 
 def approval_needed(**context) -> bool:
@@ -109,6 +99,14 @@ class ApprovalRequest(BaseNotifier):
         super().__init__()
         self.approvers = approvers
 
+    def message(self, report: RunReport | None, context) -> str:
+        """What waits for the approvers (the check step's report, when it wrote one)."""
+        return (
+            f"The offline mailbox repair of keyspace {report.keyspace if report else None} waits for one of "
+            f"{', '.join(self.approvers)}. Stop James's SMTP, IMAP and JMAP first, then approve by typing "
+            f"{CONFIRMATION}; without an answer it is rejected."
+        )
+
     def notify(self, context) -> None:
         ti = context["ti"]
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
@@ -118,11 +116,7 @@ class ApprovalRequest(BaseNotifier):
         alert = {
             "title": f"{dag_id}: approval requested",
             "kind": "approval-request",
-            "message": (
-                f"The offline mailbox repair of keyspace {keyspace} waits for one of "
-                f"{', '.join(self.approvers)}. Stop James's SMTP, IMAP and JMAP first, then approve by typing "
-                f"{CONFIRMATION}; without an answer it is rejected."
-            ),
+            "message": self.message(report, context),
             "at": datetime.now(UTC).isoformat(),
             "dag_id": dag_id,
             "run_id": run_id,
@@ -133,7 +127,7 @@ class ApprovalRequest(BaseNotifier):
             "links": [("Approve or reject in Airflow", link)],
             "report": {
                 "keyspace": keyspace,
-                "target": "mailboxes",
+                "target": report.target if report else None,
                 "mode": "check",
                 "status": report.status if report else None,
                 "inconsistencies": report.inconsistencies if report else None,
@@ -146,8 +140,13 @@ class OfflineApprovalOperator(ApprovalOperator):
     """Approve / Reject, where Approve counts only with the typed confirmation: an Approve without it is handled as
     a Reject (the repair and what follows are skipped, nothing is written, the run succeeds)."""
 
+    def confirmation_required(self, context) -> bool:
+        """Whether this run's Approve needs the typed confirmation (always, for the offline mailbox repair)."""
+        return True
+
     def execute_complete(self, context, event):
-        if "error" not in event and event.get("chosen_options") == [self.APPROVE] and not approved(event):
+        required = self.confirmation_required(context)
+        if "error" not in event and event.get("chosen_options") == [self.APPROVE] and not approved(event, required):
             typed = (event.get("params_input") or {}).get(CONFIRMATION_FIELD)
             log.warning("Approve without the confirmation %s (typed %r): handled as Reject", CONFIRMATION, typed)
             event = {**event, "chosen_options": [self.REJECT]}
@@ -166,17 +165,39 @@ class OfflineApprovalOperator(ApprovalOperator):
         return super().execute_complete(context, event)
 
 
-def approval_params() -> dict[str, Param]:
+def approval_step(
+    *, subject: str, body: str, params: dict, operator=OfflineApprovalOperator, notifier=ApprovalRequest
+) -> OfflineApprovalOperator:
+    """The step `approve`: Approve or Reject (Reject by default, and when nobody answers within
+    JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES), answered only by the approvers of JAMES_MAILBOX_APPROVERS, who are
+    notified with its link."""
+    approvers = list(setting("JAMES_MAILBOX_APPROVERS"))
+    return operator(
+        task_id=APPROVE,
+        subject=subject,
+        body=body,
+        params=params,
+        defaults="Reject",
+        response_timeout=timedelta(minutes=setting("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES")),
+        assigned_users=[{"id": name, "name": name} for name in approvers],
+        notifiers=[notifier(approvers)],
+    )
+
+
+OFFLINE_ONLY = (
+    "The repair can cancel users' actions: approve only once James's SMTP, IMAP and JMAP are stopped, "
+    f"and type `{CONFIRMATION}` here. Without it, Approve is handled as Reject."
+)
+
+
+def approval_params(description_md: str = OFFLINE_ONLY) -> dict[str, Param]:
     return {
         # Optional in the form (null allowed): a required field would keep Reject disabled until something is typed.
         CONFIRMATION_FIELD: Param(
             None,
             type=["null", "string"],
             title="Type ALL-SERVICES-ARE-OFFLINE",
-            description_md=(
-                "The repair can cancel users' actions: approve only once James's SMTP, IMAP and JMAP are stopped, "
-                f"and type `{CONFIRMATION}` here. Without it, Approve is handled as Reject."
-            ),
+            description_md=description_md,
         )
     }
 
@@ -194,6 +215,15 @@ Options of this run: orphan paths `{{ params.orphan_paths }}`, merge `{{ params.
 """
 
 
+def decision(nothing_to_do: bool, answer: dict | None, acted: bool, confirmation_required: bool = True) -> str:
+    """What the approval step decided, as a run's summary tells it."""
+    if nothing_to_do:
+        return "nothing-to-do"
+    if answer is None:
+        return "approved" if acted else "not-asked"
+    return "approved" if approved(answer, confirmation_required) else "rejected"
+
+
 def summarize_offline_repair(**context) -> dict:
     """The run's outcome in one XCom: what the diagnosis found, what the approver decided, what the repair did."""
     dag_id, run_id = context["dag"].dag_id, context["run_id"]
@@ -201,15 +231,10 @@ def summarize_offline_repair(**context) -> dict:
     repair = read_report(dag_id, run_id, "repair")
     verify = read_report(dag_id, run_id, "verify")
     answer = context["ti"].xcom_pull(task_ids=APPROVE, key=ANSWER)
-    if diagnosis is not None and diagnosis.nothingToDo:
-        decision = "nothing-to-do"
-    elif answer is None:
-        decision = "not-asked" if repair is None else "approved"
-    else:
-        decision = "approved" if approved(answer) else "rejected"
+    nothing_to_do = diagnosis is not None and bool(diagnosis.nothingToDo)
     summary = {
         "keyspace": diagnosis.keyspace if diagnosis else None,
-        "decision": decision,
+        "decision": decision(nothing_to_do, answer, acted=repair is not None),
         "respondedBy": (answer or {}).get("responded_by_user"),
         "found": diagnosis.inconsistencies if diagnosis else None,
         "conflictingEntries": len(diagnosis.conflictingEntries or []) if diagnosis else 0,

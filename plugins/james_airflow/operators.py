@@ -132,9 +132,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         }
         self.env_vars = {**metrics_environment(), **self._user_env, **environment}
         self.jars = ",".join(str(jar) for jar in spark_jars())
-        self.application_args = job_arguments(
-            self.target, self.mode, context["params"], str(report), self.run_scan(context)
-        )
+        self.application_args = self.arguments(context, str(report))
         try:
             return super().execute(context)
         except AirflowException as failure:
@@ -146,6 +144,10 @@ class ConsistencyJobOperator(SparkSubmitOperator):
                 raise  # up for retry while retries are left
             message = f"{failure} Not retried: only exit {TRANSIENT_EXIT_CODE} is transient."
             raise AirflowFailException(message) from None
+
+    def arguments(self, context, report: str) -> list[str]:
+        """The job's command-line arguments (a job of its own overrides them: the mailbox repair, the undo)."""
+        return job_arguments(self.target, self.mode, context["params"], report, self.run_scan(context))
 
     def run_scan(self, context) -> RunScan:
         """The run's work folder for this target, and the window's end: the run's due time plus

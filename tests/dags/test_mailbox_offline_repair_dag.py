@@ -7,15 +7,12 @@ Run with an Airflow home of its own when another session uses the shared one, e.
 `AIRFLOW_HOME=/tmp/airflow-mailbox scripts/airflow-init.sh` then the same AIRFLOW_HOME for pytest.
 """
 
-import json
-import os
-import subprocess
-import threading
 import time
 
 import pytest
 from james_consistency.schema import create_schema
-from james_consistency_kit.local_airflow import Api, free_port
+from james_consistency_kit.local_airflow import Api
+from support import approvals
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths, write_times
 
 DAG_ID = "mailbox_offline_repair"
@@ -28,38 +25,9 @@ OFFLINE = "ALL-SERVICES-ARE-OFFLINE"
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     """A real api-server on this Airflow home, with an approver and an admin who is not one."""
-    folder = tmp_path_factory.mktemp("api")
-    passwords = folder / "passwords.json"
-    passwords.write_text(json.dumps({APPROVER: APPROVER_PASSWORD, OUTSIDER: OUTSIDER_PASSWORD}))
-    port = free_port()
-    environment = {
-        **os.environ,
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{APPROVER}:op,{OUTSIDER}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-    }
-    log = (folder / "api-server.log").open("w")
-    server = subprocess.Popen(
-        ["airflow", "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    client = Api(f"http://127.0.0.1:{port}")
-    deadline = time.time() + 180
-    while True:
-        try:
-            if client.call("GET", "/api/v2/monitor/health")[0] == 200:
-                break
-        except OSError:
-            pass
-        if server.poll() is not None or time.time() > deadline:
-            server.kill()
-            pytest.fail(f"airflow api-server did not start: {(folder / 'api-server.log').read_text()[-3000:]}")
-        time.sleep(1)
-    yield client
-    server.terminate()
-    server.wait(timeout=60)
+    users = {APPROVER: (APPROVER_PASSWORD, "op"), OUTSIDER: (OUTSIDER_PASSWORD, "admin")}
+    with approvals.api_server(tmp_path_factory.mktemp("api"), users) as client:
+        yield client
 
 
 @pytest.fixture
@@ -78,47 +46,14 @@ def mailbox_dag(monkeypatch, api, airflow_against_test_node):
     return make
 
 
-class Approver(threading.Thread):
+class Approver(approvals.Approver):
     """Waits for the approval request of the DAG run, reads it as the UI shows it, then answers it (or, with
     `answers` empty, lets it time out and runs the scheduler's awaiting-input sweep)."""
 
     def __init__(self, api: Api, keyspace: str, answers: list[tuple[str, str, dict]]):
-        super().__init__(daemon=True)
-        self.api, self.keyspace, self.answers = api, keyspace, answers
-        self.request: dict | None = None
-        self.statuses: list[int] = []
-        self.error: BaseException | None = None
+        super().__init__(api, DAG_ID, f" {keyspace}:", (APPROVER, APPROVER_PASSWORD), answers, APPROVE_TASK)
 
-    def run(self):
-        try:
-            token = self.api.login(APPROVER, APPROVER_PASSWORD)
-            deadline = time.time() + 900
-            while self.request is None:
-                status, listing = self.api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/~/hitlDetails", token=token)
-                waiting = [
-                    detail
-                    for detail in listing.get("hitl_details", [])
-                    if detail["task_instance"]["state"] == "awaiting_input"
-                    and not detail["response_received"]
-                    and f" {self.keyspace}:" in detail["subject"]
-                ]
-                if waiting:
-                    self.request = waiting[0]
-                elif time.time() > deadline:
-                    raise TimeoutError("no approval request appeared")
-                else:
-                    time.sleep(2)
-            run_id = self.request["task_instance"]["dag_run_id"]
-            path = f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{APPROVE_TASK}/-1/hitlDetails"
-            if not self.answers:
-                self._time_out()
-            for user, password, answer in self.answers:
-                status, _ = self.api.call("PATCH", path, answer, token=self.api.login(user, password))
-                self.statuses.append(status)
-        except BaseException as error:  # noqa: BLE001 - reported by the test, which waits for the run
-            self.error = error
-
-    def _time_out(self):
+    def unanswered(self):
         """Wait past the response deadline, then run what the scheduler runs on each loop for parked tasks."""
         from airflow.jobs.job import Job
         from airflow.jobs.scheduler_job_runner import SchedulerJobRunner

@@ -14,23 +14,17 @@ from zoneinfo import ZoneInfo
 
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, Param, TriggerRule
-from james_consistency.settings import setting
 
 from james_airflow.approval import (
     APPROVAL_BODY,
-    APPROVE,
-    ApprovalRequest,
     MailboxJobOperator,
-    OfflineApprovalOperator,
     approval_needed,
     approval_params,
+    approval_step,
     summarize_offline_repair,
 )
 from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_keyspace
 from james_airflow.notifiers import ConsistencyAlert
-
-APPROVERS = list(setting("JAMES_MAILBOX_APPROVERS"))
-TIMEOUT = timedelta(minutes=setting("JAMES_MAILBOX_APPROVAL_TIMEOUT_MINUTES"))
 
 with DAG(
     dag_id="mailbox_offline_repair",
@@ -78,15 +72,10 @@ with DAG(
     anything_to_repair = ShortCircuitOperator(
         task_id="anything_to_repair", python_callable=approval_needed, ignore_downstream_trigger_rules=False
     )
-    approve = OfflineApprovalOperator(
-        task_id=APPROVE,
+    approve = approval_step(
         subject="Offline mailbox repair of {{ params.keyspace }}: approve once James is stopped",
         body=APPROVAL_BODY,
         params=approval_params(),
-        defaults="Reject",
-        response_timeout=TIMEOUT,
-        assigned_users=[{"id": name, "name": name} for name in APPROVERS],
-        notifiers=[ApprovalRequest(APPROVERS)],
     )
     repair = MailboxJobOperator(task_id="repair", mode="repair", pool=HEAVY_POOL)
     verify = MailboxJobOperator(task_id="verify", mode="verify", pool=HEAVY_POOL)
