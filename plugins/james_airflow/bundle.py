@@ -1,4 +1,4 @@
-"""The DAG bundle of james-consistency: the package's six DAG files (james_airflow/dags), served to Airflow where the
+"""The DAG bundle of james-consistency: the package's DAG files (james_airflow/dags), served to Airflow where the
 package is installed, as a bundle of their own beside the deployment's other bundles. It is configured the way a
 provider's bundle (Git, S3, GCS) is, in `[dag_processor] dag_bundle_config_list`:
 

@@ -147,7 +147,7 @@ def test_message_consistency_is_gate_check_repair_gate_report(dagbag):
 
 
 def test_task_ids_are_named_after_their_step_with_the_target_only_in_multi_target_dags(dagbag):
-    steps = ("check", "anything_to_repair", "approve", "repair", "verify", "report")
+    steps = ("check", "anything_to_repair", "approve", "repair", "verify", "report", "remove_expired_before_images")
     for dag_id, dag in dagbag.dags.items():
         targets = {task.target for task in dag.tasks if is_heavy(task)}
         expected_suffixes = {f"_{target}" for target in targets} if len(targets) > 1 else {""}

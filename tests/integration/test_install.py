@@ -5,7 +5,7 @@ and under 3.12, nothing of the repository on any path of what runs there:
 - the wheel holds the package data (DAG files, suites, entry points, log configuration, the JVM jar), not the kit,
   and the build refuses a wheel without the JVM jar;
 - `pip check` is clean, `james-consistency --version` names the wheel's version, a kit command names the extra;
-- an Airflow home whose DAGs folder is empty lists the six DAGs, from the package's bundle, without import errors;
+- an Airflow home whose DAGs folder is empty lists the eight DAGs, from the package's bundle, without import errors;
 - one message_consistency run (`airflow dags test`) repairs a keyspace James's own code broke (the kit's
   `james-consistency james ...`, from this checkout), its Spark tasks on the kit's standalone cluster, whose
   executors' Python lacks the package: they import the zip the installed package built at submit time;
@@ -44,9 +44,11 @@ DAG_IDS = {
     "acl_consistency",
     "attachment_integrity",
     "counters_recompute",
+    "housekeeping",
     "index_rebuild",
     "mailbox_offline_repair",
     "message_consistency",
+    "undo_repair",
 }
 # What docs/deployment.md tells an operator to configure: the DAGs folder's bundle and the package's.
 BUNDLES = [
