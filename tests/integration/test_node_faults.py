@@ -63,6 +63,16 @@ def test_node_down_at_start_is_a_clear_error_within_seconds(capsys):
     assert "Cassandra node at 127.0.0.1:39999 is unreachable" in capsys.readouterr().err
 
 
+def _finished(job: subprocess.Popen, seconds: float = 600) -> str:
+    """The job's output once it ended; a job still running after `seconds` is killed (no orphan left behind)."""
+    try:
+        return job.communicate(timeout=seconds)[0]
+    except subprocess.TimeoutExpired:
+        job.kill()
+        job.communicate()
+        raise
+
+
 def _repair(keyspace, report, **popen):
     command = [str(Path(sys.executable).with_name("james-consistency")), "repair", "messages", "--keyspace", keyspace]
     command += ["--port", str(FAULT_NODE.native_port), "--allow-destructive", "--report", str(report)]
@@ -73,14 +83,15 @@ def _repair(keyspace, report, **popen):
 def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_keyspace, tmp_path):
     """As an operator runs it: spark-submit jobs, the node stopped once the scan is done (during the re-check delay)."""
     job = _repair(broken_keyspace, tmp_path / "lost.json", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seen = []
-    for line in job.stdout:  # spark-submit passes the Python driver's log to its stdout
-        seen.append(line)
-        if " scan: " in line:  # the job logs its scan figures, then waits before re-checking
-            FAULT_NODE.stop()
-            break
-    output = "".join(seen) + job.communicate(timeout=600)[0]
-    FAULT_NODE.start()
+    log = tmp_path / "lost.json.log"  # the job's own output, beside its report
+    deadline = time.monotonic() + 600
+    while " scan: " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.2)  # the job logs its scan figures, then waits before re-checking
+    FAULT_NODE.stop()
+    try:
+        output = _finished(job)
+    finally:
+        FAULT_NODE.start()
 
     assert job.returncode == 3, output  # PARTIAL
     report = json.loads((tmp_path / "lost.json").read_text())
@@ -94,11 +105,12 @@ def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_ke
     assert set(projection_rows) <= set(truth_rows), "nothing half-written contradicts the truth"
 
     rerun = _repair(broken_keyspace, tmp_path / "rerun.json", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    output, _ = rerun.communicate(timeout=600)
+    output = _finished(rerun)
 
     assert rerun.returncode == 0, output[-3000:]
     rerun_report = json.loads((tmp_path / "rerun.json").read_text())
     assert rerun_report["addedMessageIdEntries"] == 80
+    assert rerun_report["beforeImages"]["records"] == 80  # what the re-run wrote, it can take back
     assert rerun_report["liveReads"] == "direct join"
     projection_rows, truth_rows = _tables(broken_keyspace)
     assert projection_rows == truth_rows

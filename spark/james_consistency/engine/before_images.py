@@ -194,14 +194,16 @@ def prepare(settings, repaired_keyspace: str) -> None:
         close(session)
 
 
-def export(spark, run_id: str, work_dir: str, summary: dict) -> dict:
+def export(spark, settings, run_id: str, work_dir: str, summary: dict) -> dict:
     """The run's before-images copied from Cassandra to `<work_dir>/before-images` (parquet) with their summary
-    (`before-images.json`: `summary`, the run, its counts); what the report says of them."""
+    (`before-images.json`: `summary`, the run, its counts); what the report says of them. The node is asked first
+    through the driver, which gives up in seconds, where the connector would wait on a node that is gone."""
     from pyspark.sql import functions as F
 
     from james_consistency.engine import work_folder
     from james_consistency.engine.tables import read_table
 
+    prepare(settings, summary["keyspace"])
     images = read_table(spark, PROJECT_KEYSPACE, IMAGES_TABLE, IMAGE_COLUMNS).where(
         (F.col("run_id") == run_id) & F.col("bucket").isin(list(range(BUCKETS)))
     )

@@ -229,6 +229,10 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     run = Run(options, settings, spark, repair)
     run.report = reports.new_report(run)
     log.info("%s %s on keyspace %s (James %s)", options.mode, repair.name, run.keyspace, repair.generation)
+    if options.mode == "repair":
+        # Before the scan: a table created later is a schema change the connector's session refreshes for, and a
+        # node lost during that refresh left the session waiting on it for good.
+        _prepare_before_images(run)
 
     try:
         scanned = scan(run)
@@ -353,6 +357,22 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
     return spark.read.parquet(path)
 
 
+def _prepare_before_images(run: Run) -> None:
+    try:
+        before_images.prepare(run.settings, run.keyspace)
+    except Exception as error:  # noqa: BLE001 - safe to go on: a write whose image is not recorded is not sent
+        log.warning("the before-image tables could not be created: %s", reason(error))
+
+
+def _export_before_images(run: Run) -> None:
+    try:
+        run.report["beforeImages"] = before_images.export(
+            run.spark, run.settings, run.run_id, run.work_dir, _undo_summary(run)
+        )
+    except Exception as error:  # noqa: BLE001 - never hides why the run stopped; the images stay in Cassandra
+        log.warning("the before-images of run %s were not exported to %s: %s", run.run_id, run.work_dir, reason(error))
+
+
 def _undo_summary(run: Run) -> dict:
     """What an undo of this run must know besides the images: the run, its repair, where and when."""
     return {
@@ -373,20 +393,20 @@ def repair_in_passes(run: Run, scanned: Scan) -> str:
     work folder (even none: an undo of this run then has nothing to do); the repair then sums the passes up."""
     repair = run.repair
     passes = run.options.max_passes if repair.passes else 1
-    with stage(run, "before-images"):
-        before_images.prepare(run.settings, run.keyspace)
-    for number in range(1, passes + 1):
-        if not repair.anything_to_fix(run, scanned):
-            break
-        if number == 1:
-            plan(run, scanned)
-        outcomes = reconcile(run, scanned, "outcomes" if passes == 1 else f"outcomes-{number}", write=True)
-        fixed = repair.count_pass(run, number, scanned, outcomes)
-        if not repair.passes:
-            break
-        scanned = scan(run)
-        if not fixed:
-            break
-    with stage(run, "before-images"):
-        run.report["beforeImages"] = before_images.export(run.spark, run.run_id, run.work_dir, _undo_summary(run))
+    try:
+        for number in range(1, passes + 1):
+            if not repair.anything_to_fix(run, scanned):
+                break
+            if number == 1:
+                plan(run, scanned)
+            outcomes = reconcile(run, scanned, "outcomes" if passes == 1 else f"outcomes-{number}", write=True)
+            fixed = repair.count_pass(run, number, scanned, outcomes)
+            if not repair.passes:
+                break
+            scanned = scan(run)
+            if not fixed:
+                break
+    finally:
+        # However the passes ended (a node lost mid-way stops them after some writes), what they wrote can be undone.
+        _export_before_images(run)
     return repair.summarize(run, scanned)
