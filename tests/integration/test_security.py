@@ -132,7 +132,7 @@ def test_the_cli_and_the_spark_job_work_with_credentials_from_the_environment(se
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
         close(session)
     assert truth == projection == 40
-    for text in [*outputs, report.read_text()]:
+    for text in [*outputs, report.read_text(), Path(f"{report}.log").read_text()]:
         assert PASSWORD not in text
         assert secure_settings.tls_truststore_password not in text
 
