@@ -16,7 +16,7 @@ import logging
 from airflow.sdk.exceptions import AirflowFailException
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.package_data import entry_point
-from james_consistency.run_report import RunReport
+from james_consistency.run_report import NEWER_KEPT, RESTORED, UNDO_ACTIONS, UNDO_TARGET, RunReport
 
 from james_airflow.approval import (
     ANSWER,
@@ -32,14 +32,13 @@ from james_airflow.runs import read_report
 
 log = logging.getLogger(__name__)
 
-UNDO = "undo"  # the target of an undo's reports (james_consistency.undo.UNDO)
 APPLY = "repair"  # the task that applies the undo (the engine's mode for a writing run)
 DECIDE = "anything_to_repair"
 RUN_DIR = "run_dir"  # the trigger form's field
 MAILBOX_REPAIR = "mailboxes"  # the offline mailbox repair's target: its undo needs the typed confirmation
-# What taking an image back would give (james_consistency.undo's actions), as the plan's columns show them.
-PLAN_ACTIONS = ("restored", "newer-kept", "already-as-before", "not-reversed", "failed")
-WRITING_ACTIONS = ("restored", "newer-kept")
+# What taking an image back would give, as the plan's columns show them; those that write.
+PLAN_ACTIONS = UNDO_ACTIONS
+WRITING_ACTIONS = (RESTORED, NEWER_KEPT)
 
 
 def chosen_run(run_dir: str):
@@ -86,7 +85,7 @@ class UndoJobOperator(ConsistencyJobOperator):
     folder is an undoable run's) or the undo applied (`repair`, after the approval)."""
 
     def __init__(self, *, apply: bool, **kwargs):
-        super().__init__(target=UNDO, mode=APPLY if apply else CHECK, **kwargs)
+        super().__init__(target=UNDO_TARGET, mode=APPLY if apply else CHECK, **kwargs)
         self.application = str(entry_point("undo.py"))
 
     def arguments(self, context, report: str) -> list[str]:

@@ -24,14 +24,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from james_consistency.errors import OperatorError
-from james_consistency.run_report import Mode, RunReport, Status, read_report
+from james_consistency.run_report import UNDO_TARGET, Mode, RunReport, Status, read_report
 from james_consistency.undo_retention import undoable_until
 
 FIX_ACTIONS = ("added", "updated", "removed")
 KINDS = ("missing", "outdated", "orphan")
 MODE_ORDER = {"check": 0, "repair": 1, "verify": 2}
 STATUS_ORDER = ("FAILED", "PARTIAL", "WINDOW_ENDED", "COMPLETED", "NOT_APPLICABLE")
-UNDO_TARGET = "undo"  # the target of an undo's reports (james_consistency.undo.UNDO)
 # Whether a run can still be undone.
 UNDOABLE, UNDONE, EXPIRED, REMOVED = "yes", "undone", "expired", "removed"
 

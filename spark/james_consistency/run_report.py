@@ -36,6 +36,16 @@ NOT_APPLICABLE, WINDOW_ENDED = Status.NOT_APPLICABLE, Status.WINDOW_ENDED
 ENDED_WELL = (COMPLETED, NOT_APPLICABLE, WINDOW_ENDED)
 
 
+# The undo's reports: their target, and what taking a before-image back gave (the keys of undoPlan and undone).
+UNDO_TARGET = "undo"
+RESTORED = "restored"  # the row held what the repair wrote: it holds what it held before again
+NEWER_KEPT = "newer-kept"  # the row changed since the repair: the repair's write taken back, the later writes kept
+ALREADY_AS_BEFORE = "already-as-before"  # nothing to take back (an undo applied twice, or a later run did it)
+NOT_REVERSED = "not-reversed"  # left as it is, and why (a counter recomputed since, a uid handed out)
+UNDO_FAILED = "failed"
+UNDO_ACTIONS = (RESTORED, NEWER_KEPT, ALREADY_AS_BEFORE, NOT_REVERSED, UNDO_FAILED)
+
+
 class Mode(StrEnum):
     CHECK = "check"
     REPAIR = "repair"

@@ -38,17 +38,18 @@ from james_consistency.engine.run import Run, RunOptions, Scan, execute, new_run
 from james_consistency.engine.spec import Repair
 from james_consistency.engine.work_folder import read_text
 from james_consistency.errors import OperatorError
-from james_consistency.run_report import COMPLETED, PARTIAL
+from james_consistency.run_report import (
+    ALREADY_AS_BEFORE,
+    COMPLETED,
+    NEWER_KEPT,
+    NOT_REVERSED,
+    PARTIAL,
+    RESTORED,
+    UNDO_TARGET,
+)
 
 log = logging.getLogger("james_consistency.undo")
 
-UNDO = "undo"
-# What taking an image back gave.
-RESTORED = "restored"  # the row held what the repair wrote: it holds what it held before again
-NEWER_KEPT = "newer-kept"  # the row changed since the repair: the repair's write taken back, the later writes kept
-ALREADY_AS_BEFORE = "already-as-before"  # nothing to take back (an undo applied twice, or a later run did it)
-NOT_REVERSED = "not-reversed"  # left as it is, and why (a counter recomputed since, a uid handed out)
-ACTIONS = (RESTORED, NEWER_KEPT, ALREADY_AS_BEFORE, NOT_REVERSED, FAILED)
 # The report's names of those counts.
 REPORT_NAMES = {
     RESTORED: "restored",
@@ -80,7 +81,7 @@ def undo_run(
     run_dir = run_dir.rstrip("/")
     summary = read_summary(spark, run_dir)
     options = RunOptions(
-        target=UNDO,
+        target=UNDO_TARGET,
         keyspace=summary["keyspace"],
         mode="repair" if apply else "check",
         run_dir=f"{run_dir}/undo/{new_run_id()}",
@@ -97,7 +98,7 @@ class UndoRepair(Repair):
     run_dir: str
     summary: dict
 
-    name = UNDO
+    name = UNDO_TARGET
     report_type = "undo-repair"
     health_suite = None
     passes = False
