@@ -1,6 +1,7 @@
 package org.apache.james.consistency.harness;
 
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.time.Clock;
 import java.util.Set;
 
@@ -88,6 +89,8 @@ import org.apache.james.user.cassandra.CassandraUsersRepositoryModule;
 
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.CqlSessionBuilder;
+import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
+import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
 import com.google.common.collect.ImmutableSet;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
@@ -178,7 +181,12 @@ public class Platform implements AutoCloseable {
     private static CqlSessionBuilder builder(String host, int port) {
         CqlSessionBuilder builder = CqlSession.builder()
             .addContactPoint(new InetSocketAddress(host, port))
-            .withLocalDatacenter("datacenter1");
+            .withLocalDatacenter("datacenter1")
+            // The driver's default 2 s is less than a schema change can take on a busy node (a CI machine running
+            // Spark beside it); James's deployments configure longer timeouts too.
+            .withConfigLoader(DriverConfigLoader.programmaticBuilder()
+                .withDuration(DefaultDriverOption.REQUEST_TIMEOUT, Duration.ofSeconds(30))
+                .build());
         String username = System.getenv("CASSANDRA_USERNAME");
         String password = System.getenv("CASSANDRA_PASSWORD");
         if (username != null && !username.isEmpty()) {
