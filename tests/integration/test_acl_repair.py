@@ -61,12 +61,13 @@ def test_user_mailbox_acl_is_repaired_and_unreadable_truth_is_left_alone(
 ):
     keyspace = new_keyspace("acl")
     james_platform(cql, cassandra_settings, keyspace, generation, **ACL_SIZES)
-    for kind in ("acl-user-missing", "acl-user-extra", "acl-user-wrong-rights"):
-        inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.2, manifest_path=str(tmp_path / kind))
     malformed_kind = "acl-event-unknown-type" if generation == "3.9" else "acl-json-malformed"
     malformed = inject(
         cassandra_settings, keyspace=keyspace, kind=malformed_kind, rate=0.3, manifest_path=str(tmp_path / "bad")
     )
+    # After the unreadable truth: an intruder is added where the truth can be read, so the repair has one to remove.
+    for kind in ("acl-user-missing", "acl-user-extra", "acl-user-wrong-rights"):
+        inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.2, manifest_path=str(tmp_path / kind))
     unreadable = {row["mailboxId"] for row in malformed["rows"]}
     acls = truth_acls(cql, keyspace, generation)
     assert {mailbox for mailbox, entries in acls.items() if entries is None} == unreadable
