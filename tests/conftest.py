@@ -18,6 +18,9 @@ os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # by their serialized form instead of their id: "'dict' object has no attribute 'hex'"); the scheduler can. DAG tests
 # therefore parse the repair DAGs without their window; test_dag_integrity checks the window as deployed.
 os.environ["JAMES_REPAIR_WINDOW_MINUTES"] = "0"
+# A shuffle of a few hundred rows in 8 tasks (the jobs' default) spends its time scheduling them: 2, one per core of
+# local[2], in-process and in the jobs the suite submits.
+os.environ.setdefault("SPARK_SHUFFLE_PARTITIONS", "2")
 
 
 SESSION_STARTED = time.time()
@@ -105,9 +108,8 @@ def new_keyspace(cql, request):
 @pytest.fixture(scope="session")
 def spark():
     """Real local Spark with the connector, pointed at the test node (which pure DataFrame tests do not need)."""
-    from james_consistency.spark_env import local_session
+    from support.spark_session import suite_session
 
-    settings = CassandraSettings(host="127.0.0.1", port=TEST_NODE.native_port)
-    session = local_session("james-consistency-tests", settings, master="local[2]")
+    session = suite_session(CassandraSettings(host="127.0.0.1", port=TEST_NODE.native_port))
     yield session
     session.stop()

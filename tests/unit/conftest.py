@@ -47,9 +47,9 @@ def spark(request):
     if any(unit_tests not in Path(item.path).parents for item in request.session.items):
         # Tests of other layers run later in this process and need the connector, which only a JVM started with its
         # jars has: start the session they will get (tests/conftest.py's, which stops it).
-        from james_consistency.spark_env import local_session
+        from support.spark_session import suite_session
 
-        yield local_session("james-consistency-tests", request.getfixturevalue("cassandra_settings"), "local[2]")
+        yield suite_session(request.getfixturevalue("cassandra_settings"))
         return
     use_this_interpreter()
     require_java()
