@@ -10,6 +10,7 @@ import pytest
 from james_consistency.engine.run import RunOptions
 from james_consistency.targets import run_target
 from james_consistency_kit import james_harness
+from support.james_platform import GENERATION_OF_VERSION, james_platform
 
 
 def harness(version: str):
@@ -60,12 +61,7 @@ def test_missing_references_are_rewritten_and_lost_attachments_reported(
     cql, cassandra_settings, spark, new_keyspace, version
 ):
     keyspace = new_keyspace(f"attach{version.replace('.', '')}")
-    james_harness.run(
-        version,
-        "seed",
-        ["--keyspace", keyspace, "--users", "2", "--mailboxes-per-user", "2", "--messages-per-mailbox", "6"],
-        cassandra_settings,
-    )
+    james_platform(cql, cassandra_settings, keyspace, GENERATION_OF_VERSION[version])
     referenced = references(cql, keyspace, version)
     assert len(referenced) >= 4, referenced
     james_wrote = message_ids_of_attachments(cql, keyspace, version)

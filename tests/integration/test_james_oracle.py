@@ -12,6 +12,7 @@ from james_consistency.engine.run import RunOptions
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.targets import run_target
 from james_consistency_kit import james_harness
+from support.james_platform import james_broken_platform
 
 pytestmark = pytest.mark.end_to_end
 
@@ -82,26 +83,8 @@ def test_after_our_repairs_james_own_tasks_find_nothing_left_to_fix(
 ):
     keyspace = new_keyspace(f"oracle{version.replace('.', '')}")
     on_keyspace = ["--keyspace", keyspace]
-    james_harness.run(
-        version,
-        "seed",
-        [*on_keyspace, "--users", "3", "--mailboxes-per-user", "3", "--messages-per-mailbox", "4"],
-        cassandra_settings,
-    )
     # Lost attachments have no James task to judge them and no repair (they are reported): test_attachment_repair.
-    listed = james_harness.run(version, "break", ["--list"], cassandra_settings)
-    kinds = [kind for kind in listed if kind["target"] != "attachments"]
-    broken = {}
-    for number, kind in enumerate(kinds):
-        manifest = james_harness.run(
-            version,
-            "break",
-            [*on_keyspace, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)],
-            cassandra_settings,
-        )
-        broken[kind["target"]] = broken.get(kind["target"], 0) + len(manifest["inconsistencies"])
-    # Per target, not per kind: a kind may find its operations already broken by an earlier one (a deletion whose
-    # message another deletion already took).
+    broken = james_broken_platform(cql, cassandra_settings, keyspace, version)
     assert all(broken.values()), f"James's faults left inconsistencies in every target: {broken}"
 
     for target in NIGHT[version]:

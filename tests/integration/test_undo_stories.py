@@ -19,7 +19,7 @@ from james_consistency_kit import james_harness
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import TrafficOptions, read_log, run_writer
-from support.james_platform import PROJECTION_TABLES, VERSION_OF_GENERATION
+from support.james_platform import GENERATION_OF_VERSION, PROJECTION_TABLES, james_broken_platform
 from support.mailboxes import break_every_mailbox_kind
 from support.traffic import read_projections, undone_writes
 
@@ -30,7 +30,6 @@ NIGHT = {
     "3.8.1": ("messages", "acl", "aclv2", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
     "3.5.0": ("messages", "acl", "deleted", "unseen", "recent", "flags", "counters", "quotas"),
 }
-GENERATION_OF_VERSION = {version: generation for generation, version in VERSION_OF_GENERATION.items()}
 # What the offline mailbox repair may write; the uid and modseq generators it advances are never taken back.
 MAILBOX_TABLES = {
     "3.9": ("mailbox", "mailboxpathv3", "imapuidtable", "messageidtable", "eventstore"),
@@ -74,13 +73,7 @@ def test_every_target_repaired_on_a_platform_james_broke_then_undone_is_as_befor
     cql, cassandra_settings, spark, new_keyspace, tmp_path, version
 ):
     keyspace = new_keyspace(f"undo{version.replace('.', '')}")
-    on_keyspace = ["--keyspace", keyspace]
-    sizes = ["--users", "3", "--mailboxes-per-user", "3", "--messages-per-mailbox", "4"]
-    james_harness.run(version, "seed", [*on_keyspace, *sizes], cassandra_settings)
-    listed = james_harness.run(version, "break", ["--list"], cassandra_settings)
-    for number, kind in enumerate(kind for kind in listed if kind["target"] != "attachments"):
-        arguments = [*on_keyspace, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)]
-        james_harness.run(version, "break", arguments, cassandra_settings)
+    james_broken_platform(cql, cassandra_settings, keyspace, version)
     tables = PROJECTION_TABLES[GENERATION_OF_VERSION[version]]
     before = snapshot(cql, keyspace, tables)
 

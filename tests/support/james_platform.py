@@ -1,10 +1,11 @@
 """A platform written by James's own code (the harness: its mailbox manager, mappers, DAOs, event sourcing), for the
-tests that need a consistent platform to break.
+tests that need a consistent platform to break, or one James broke itself.
 
-James writes each size of platform once per test session, into a template keyspace (a seed costs James's JVM and its
-whole write path: tens of seconds); every test then gets its own copy: the template's tables created again from their
-own CQL definitions and their rows copied (counters by increments), which takes a second or two. The rows are James's,
-written the way James writes them (INSERT or UPDATE; write times aside: a copy is written now)."""
+James writes (and breaks) each size of platform once per test session, into a template keyspace (a seed costs
+James's JVM and its whole write path: tens of seconds, and each of its faults a JVM more); every test then gets its
+own copy: the template's tables created again from their own CQL definitions and their rows copied (counters by
+increments), which takes a second or two. The rows are James's, written the way James writes them (INSERT or UPDATE;
+write times aside: a copy is written now)."""
 
 import re
 
@@ -46,7 +47,11 @@ PROJECTION_TABLES = {
         "currentquota",
     ),
 }
-_TEMPLATES: dict[tuple, str] = {}
+# A small platform James breaks with each of its faults, for the stories that judge or undo the repairs of all.
+BROKEN_SIZES = {"users": 3, "mailboxes_per_user": 3, "messages_per_mailbox": 4}
+GENERATION_OF_VERSION = {version: generation for generation, version in VERSION_OF_GENERATION.items()}
+# (version, sizes, broken) -> the template keyspace and what James reported writing it.
+_TEMPLATES: dict[tuple, tuple[str, dict]] = {}
 
 
 def james_platform(
@@ -59,23 +64,50 @@ def james_platform(
     messages_per_mailbox: int = 20,
 ) -> dict:
     """`keyspace` holding a copy of the platform James wrote with these sizes; returns James's seed counts."""
-    version = VERSION_OF_GENERATION[generation]
-    size = (version, users, mailboxes_per_user, messages_per_mailbox)
-    if size not in _TEMPLATES:
-        template = f"james_template_{version.replace('.', '')}_{users}_{mailboxes_per_user}_{messages_per_mailbox}"
-        cql.execute(f"DROP KEYSPACE IF EXISTS {template}", timeout=120)
-        james_harness.run(version, "schema", ["--keyspace", template], settings)
-        counts = james_harness.run(
-            version,
-            "seed",
-            ["--keyspace", template, "--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
-            + ["--messages-per-mailbox", str(messages_per_mailbox)],
-            settings,
-        )
-        _TEMPLATES[size] = template
-        _TEMPLATES[(*size, "counts")] = counts
-    copy_keyspace(cql, _TEMPLATES[size], keyspace, WRITTEN_BY_UPDATE[version])
-    return _TEMPLATES[(*size, "counts")]
+    sizes = (users, mailboxes_per_user, messages_per_mailbox)
+    return _copy_of_template(cql, settings, keyspace, VERSION_OF_GENERATION[generation], sizes, broken=False)
+
+
+def james_broken_platform(cql, settings: CassandraSettings, keyspace: str, version: str) -> dict[str, int]:
+    """`keyspace` holding a copy of a platform of BROKEN_SIZES James wrote, then broke through its own write paths
+    with each fault kind of its harness but the attachments' (rate 0.3, the kind's number as its random seed).
+    Returns the inconsistencies James's faults left per target: per target, not per kind, as a kind may find its
+    operations already broken by an earlier one (a deletion whose message another deletion already took)."""
+    return _copy_of_template(cql, settings, keyspace, version, tuple(BROKEN_SIZES.values()), broken=True)
+
+
+def _copy_of_template(cql, settings, keyspace: str, version: str, sizes: tuple, broken: bool) -> dict:
+    key = (version, sizes, broken)
+    if key not in _TEMPLATES:
+        _TEMPLATES[key] = _write_template(cql, settings, version, sizes, broken)
+    template, written = _TEMPLATES[key]
+    copy_keyspace(cql, template, keyspace, WRITTEN_BY_UPDATE[version])
+    return written
+
+
+def _write_template(cql, settings, version: str, sizes: tuple, broken: bool) -> tuple[str, dict]:
+    users, mailboxes_per_user, messages_per_mailbox = sizes
+    template = f"james_template_{version.replace('.', '')}_{users}_{mailboxes_per_user}_{messages_per_mailbox}"
+    template += "_broken" if broken else ""
+    on_template = ["--keyspace", template]
+    cql.execute(f"DROP KEYSPACE IF EXISTS {template}", timeout=120)
+    james_harness.run(version, "schema", on_template, settings)
+    counts = james_harness.run(
+        version,
+        "seed",
+        [*on_template, "--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
+        + ["--messages-per-mailbox", str(messages_per_mailbox)],
+        settings,
+    )
+    if not broken:
+        return template, counts
+    left: dict[str, int] = {}
+    listed = james_harness.run(version, "break", ["--list"], settings)
+    for number, kind in enumerate(kind for kind in listed if kind["target"] != "attachments"):
+        arguments = [*on_template, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)]
+        manifest = james_harness.run(version, "break", arguments, settings)
+        left[kind["target"]] = left.get(kind["target"], 0) + len(manifest["inconsistencies"])
+    return template, left
 
 
 def copy_keyspace(cql, source: str, target: str, written_by_update: set[str]) -> None:
