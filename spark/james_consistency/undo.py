@@ -160,6 +160,9 @@ class UndoRepair(Repair):
             candidates=self.images_path,
         )
 
+    def describe_truth(self, run: Run, scanned: Scan) -> None:
+        """No truth to judge: the before-images are what the undo reads."""
+
     def describe(self, run: Run, scanned: Scan) -> None:
         run.report["inconsistencies"] = scanned.found
         run.report["images"] = self.summary.get("counts", {})

@@ -99,14 +99,17 @@ class ProjectionRepair(Repair):
         rows = truth.where(self.spec.health.problem()).limit(min(size, 20)).collect()
         return json.loads(json.dumps([row.asDict() for row in rows], default=str))
 
-    def describe(self, run: Run, scanned: Scan) -> None:
-        spec, report, options, metrics = self.spec, run.report, run.options, scanned.metrics
+    def describe_truth(self, run: Run, scanned: Scan) -> None:
+        spec, report = self.spec, run.report
         report[spec.report_names.processed_truth] = scanned.health["truth_rows"]
         report["truthHealth"] = scanned.health
         if spec.unreadable is not None:
             report["unreadableTruth"] = scanned.unreadable
             if scanned.unreadable_errors:
                 report["errors"] = list(scanned.unreadable_errors)
+
+    def describe(self, run: Run, scanned: Scan) -> None:
+        spec, report, options, metrics = self.spec, run.report, run.options, scanned.metrics
         report[spec.report_names.processed_projection] = metrics["projection_rows"]
         report["rowsScanned"] = {"truth": scanned.health["truth_rows"], "projection": metrics["projection_rows"]}
         report["expectedProjectionRows"] = metrics["expected_rows"]

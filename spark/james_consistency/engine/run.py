@@ -276,15 +276,16 @@ def scan(run: Run) -> Scan:
 
 
 def judge(run: Run, scanned: Scan) -> None:
-    """The report gets what the scan found (a failed gate's alert quotes it); then the health gate judges the scan's
-    figures, with a sample of the rows it objects to."""
+    """The report gets what the scan measured of the truth; the health gate judges those figures (with a sample of
+    the rows it objects to); the report gets what the scan found."""
     repair, options = run.repair, run.options
-    repair.describe(run, scanned)
+    repair.describe_truth(run, scanned)
     if options.gates_enabled and repair.health_suite:
         result = gates.validate_figures(scanned.health, repair.health_suite, asset=repair.health_asset)
         if not result.success and scanned.truth is not None and hasattr(repair, "problem_sample"):
             result.sample_rows = repair.problem_sample(scanned.truth, options.sample_size)
         gate(run, result)
+    repair.describe(run, scanned)
 
 
 def gate(run: Run, result: gates.GateResult, stop: bool = True) -> bool:

@@ -281,6 +281,11 @@ class Repair(ABC):
         """Read the tables once; write the candidates to the run's work folder; return the engine's Scan."""
 
     @abstractmethod
+    def describe_truth(self, run, scan) -> None:
+        """What the scan measured of the truth, into the report before the health gate judges it (a failed gate's
+        alert quotes it)."""
+
+    @abstractmethod
     def describe(self, run, scan) -> None:
         """What the scan found, into the report (after the health gate passed)."""
 

@@ -119,12 +119,15 @@ class MailboxRepair(Repair):
             sample=_sample(findings, run.options.sample_size),
         )
 
-    def describe(self, run: Run, scanned: Scan) -> None:
+    def describe_truth(self, run: Run, scanned: Scan) -> None:
         report = run.report
         report["processedMailboxEntries"] = scanned.health["mailbox_rows"]
         report["processedMailboxPathEntries"] = scanned.health["path_rows"]
         report["rowsScanned"] = {"mailbox": scanned.health["mailbox_rows"], "path": scanned.health["path_rows"]}
         report["health"] = scanned.health
+
+    def describe(self, run: Run, scanned: Scan) -> None:
+        report = run.report
         report.update(r.describe(scanned.sample, scanned.found))
         report["inconsistencyCount"] = sum(scanned.found.values())
 
