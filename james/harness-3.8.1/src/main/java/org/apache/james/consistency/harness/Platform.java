@@ -1,8 +1,8 @@
 package org.apache.james.consistency.harness;
 
 import java.net.InetSocketAddress;
-import java.time.Duration;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Set;
 
 import org.apache.james.backends.cassandra.TestingSession;
@@ -104,6 +104,14 @@ import com.google.inject.name.Names;
  * wrapped in backends-cassandra's TestingSession so a Scenario can fail chosen statements.
  */
 public class Platform implements AutoCloseable {
+    /** EventBusTestFixture.RETRY_BACKOFF_CONFIGURATION: a listener failing under an injected fault gives up after
+     * James's eight retries within a second, instead of DEFAULT's 100 ms doubling (about 25 s per failed event). */
+    private static final RetryBackoffConfiguration RETRY_BACKOFF_CONFIGURATION = RetryBackoffConfiguration.builder()
+        .maxRetries(8)
+        .firstBackoff(Duration.ofMillis(20))
+        .jitterFactor(0.5)
+        .build();
+
     /** The CassandraModules a James 3.8.1 distributed server registers for mailbox data (guice/cassandra modules). */
     public static final CassandraModule MODULES = CassandraModule.aggregateModules(
         CassandraZonedDateTimeModule.MODULE,
@@ -237,7 +245,7 @@ public class Platform implements AutoCloseable {
         }
         CassandraMailboxSessionMapperFactory mapperFactory = mapperFactory();
         InVMEventBus eventBus = new InVMEventBus(new InVmEventDelivery(new RecordingMetricFactory()),
-            RetryBackoffConfiguration.DEFAULT, new MemoryEventDeadLetters());
+            RETRY_BACKOFF_CONFIGURATION, new MemoryEventDeadLetters());
         StoreRightManager rightManager = new StoreRightManager(mapperFactory, new UnionMailboxACLResolver(), eventBus);
         StoreMailboxAnnotationManager annotationManager = new StoreMailboxAnnotationManager(mapperFactory, rightManager);
         SessionProviderImpl sessionProvider = new SessionProviderImpl(null, null);
