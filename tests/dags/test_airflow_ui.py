@@ -192,6 +192,19 @@ def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagno
                     or api.run_state(MAILBOX_DAG, mailbox_run_id) in ("success", "failed")
                 ),
             )
+            # An answer the trigger hands back before the scheduler has taken in the deferring worker's exit makes
+            # Airflow fail the task ("state changed externally": apache/airflow#66374, #71580); a person answers
+            # later than a browser does, so the approver here waits for the scheduler to have seen that exit.
+            deferred_exit = (
+                "Received executor event with state success for task instance "
+                f"TaskInstanceKey(dag_id='{MAILBOX_DAG}', task_id='approve', run_id='{mailbox_run_id}'"
+            )
+            standalone_log = tmp_path / "standalone.log"
+            wait_for(
+                "the scheduler to see the approval task deferred",
+                lambda: deferred_exit in standalone_log.read_text(),
+                120,
+            )
             ui.log_in(APPROVER, APPROVER_PASSWORD)
             ui.driver.get(f"{api.base}/required_actions?response_received=false")
             subject = f"Offline mailbox repair of {mailboxes_keyspace}: approve once James is stopped"
