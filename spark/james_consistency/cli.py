@@ -230,6 +230,11 @@ def _job(args) -> int:
     return submit("reconcile.py", arguments, settings, report)
 
 
+def job_log(report) -> Path:
+    """Where a command-line run's whole output goes: beside its report."""
+    return Path(f"{report}.log")
+
+
 def submit(entry: str, arguments: list[str], settings, report: str) -> int:
     """spark-submit of the entry point, as the DAGs run it. Its whole output (Spark's and Python's, stack traces
     included) goes to a log file beside the report; the terminal gets the run in a few lines: its summary (the
@@ -241,7 +246,7 @@ def submit(entry: str, arguments: list[str], settings, report: str) -> int:
     from james_consistency.run_report import read_report, summary_line
     from james_consistency.spark_env import spark_submit_command
 
-    log = Path(f"{report}.log")
+    log = job_log(report)
     log.parent.mkdir(parents=True, exist_ok=True)
     command = spark_submit_command(entry_point(entry), arguments, settings)
     started = time.time()

@@ -12,6 +12,7 @@ from pathlib import Path
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 from conftest import CONTACT, cli, cli_environment
+from james_consistency.cli import job_log
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
 
 SHIPPING_CONF = ("spark.files=", "spark.executorEnv.PYTHONPATH=")
@@ -51,11 +52,6 @@ def start_repair(ring, master: str, keyspace: str, report, log, *extra: str) -> 
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-
-
-def job_log(report: Path) -> Path:
-    """The job's own output, which the command writes beside its report (the terminal gets its summary)."""
-    return report.with_name(report.name + ".log")
 
 
 def read_log(log_path: Path) -> str:

@@ -10,6 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from james_consistency.cli import job_log
 from james_consistency.paths import PROJECT_ROOT
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
@@ -167,7 +168,7 @@ def test_check_sends_its_figures_to_opentelemetry_and_a_metrics_failure_does_not
     )  # fmt: skip
 
     # The job's own log, beside its report (the command line shows the run's summary).
-    assert "metrics not sent to statsd: ValueError" in (tmp_path / "report.json.log").read_text()
+    assert "metrics not sent to statsd: ValueError" in job_log(tmp_path / "report.json").read_text()
     [(path, request)] = requests
     assert path == "/v1/metrics"
     points = {}

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from james_consistency.cli import job_log
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.schema import create_schema
@@ -83,7 +84,7 @@ def _repair(keyspace, report, **popen):
 def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_keyspace, tmp_path):
     """As an operator runs it: spark-submit jobs, the node stopped once the scan is done (during the re-check delay)."""
     job = _repair(broken_keyspace, tmp_path / "lost.json", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = tmp_path / "lost.json.log"  # the job's own output, beside its report
+    log = job_log(tmp_path / "lost.json")
     deadline = time.monotonic() + 600
     while " scan: " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
         time.sleep(0.2)  # the job logs its scan figures, then waits before re-checking
