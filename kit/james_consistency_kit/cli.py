@@ -438,47 +438,35 @@ def _bench_model(args) -> int:
     for on separate machines."""
     from pathlib import Path
 
-    from james_consistency_kit.bench.model import Constants, Measured, Night
+    from james_consistency_kit.bench.model import Measured, against_the_bench, fitted, night
     from james_consistency_kit.bench.results import PUBLISHED_DIR, load
 
     files, _ = load([Path(path) for path in args.results] or [PUBLISHED_DIR])
-    measured = [Measured.from_bench(file.figures) for file in files if file.name.startswith("messages-")]
+    files = sorted(
+        (file for file in files if file.name.startswith("messages-") and Measured.in_bench(file.figures)),
+        key=lambda file: file.date or "",
+    )
+    measured = [Measured.from_bench(file.figures) for file in files]
     if not measured:
         raise OperatorError("no messages bench result to model from: run `james-consistency bench messages` first")
-    by_size = {run.messages: run for run in sorted(measured, key=lambda run: run.seconds)}
-    runs = [by_size[size] for size in sorted(by_size)][-2:] if not args.results else measured
-    constants = Constants.measured(runs)
-    checked = []
-    for run in runs:
-        predicted = Night(run.messages, run.candidates / max(run.messages, 1), constants).shared(run.cores)
-        checked.append(
-            {
-                "messages": run.messages,
-                "measuredSeconds": run.seconds,
-                "predictedSeconds": round(predicted["seconds"], 1),
-                "off": f"{(predicted['seconds'] - run.seconds) / run.seconds:+.0%}",
-            }
-        )
-    night = Night.broken(args.messages, args.broken_share, constants)
-    predicted = night.separate(args.executors, args.nodes, args.cores_per_node, args.cassandra_share)
+    constants, runs = fitted(measured, given=bool(args.results))
+    checked = against_the_bench(constants, runs)
+    predicted = night(
+        constants,
+        args.messages,
+        args.broken_share,
+        args.executors,
+        args.nodes,
+        args.cores_per_node,
+        args.cassandra_share,
+        args.window_minutes,
+    )
     print(
         json.dumps(
             {
                 "constants": {name: float(f"{value:.4g}") for name, value in vars(constants).items()},
                 "againstTheBench": checked,
-                "night": {
-                    "messages": args.messages,
-                    "brokenShare": args.broken_share,
-                    "executorCores": args.executors,
-                    "cassandraNodes": args.nodes,
-                    "coresPerNode": args.cores_per_node,
-                    "cassandraShare": args.cassandra_share,
-                    "seconds": round(predicted["seconds"]),
-                    "cassandraCpuSeconds": round(predicted["cassandraCpuSeconds"]),
-                    "sparkCpuSeconds": round(predicted["sparkCpuSeconds"]),
-                    "boundBy": predicted["boundBy"],
-                    "fitsInWindow": predicted["seconds"] <= args.window_minutes * 60,
-                },
+                "night": predicted,
             },
             indent=2,
         )

@@ -147,3 +147,40 @@ def test_a_file_that_is_no_bench_result_is_refused_by_name(published, tmp_path):
 
     with pytest.raises(OperatorError, match="notes.json is not a bench result"):
         write_report([published], tmp_path / "benchmarks.md")
+
+
+def test_two_sizes_of_the_messages_bench_put_the_model_of_a_night_on_the_page(published, tmp_path):
+    from test_bench_model import CASSANDRA_CANDIDATE, SPARK_CANDIDATE, SPARK_ROW, bench_figures
+
+    for messages, broken, date in ((100_000, 1_000, "2026-11-29T08:00Z"), (1_000_000, 10_000, "2026-11-29T09:00Z")):
+        figures = messages_result(date)
+        modelled = bench_figures(messages, broken, broken // 10)
+        figures["messages"] = messages
+        figures["bareScan"]["rowsScanned"] = modelled["bareScan"]["rowsScanned"]
+        figures["nightlyRun"].update(modelled["nightlyRun"])
+        for step in figures["nightlyRun"]["stepsCpu"].values():
+            step["busyCores"] = 1.5
+        (published / f"messages-{messages}.json").write_text(json.dumps(figures))
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    model = page_path.read_text().split("## A night on a cluster (model)")[1].split("## History")[0]
+    assert _row(model, "100,000 messages")[3] == "+0%" and _row(model, "1,000,000 messages")[3] == "+0%"
+    # 100M messages, 1 % broken: 2 x 1M rows re-checked twice plus the verify's sample of 100,000 keys.
+    candidates = 100_000_000 * (2 * 0.01 + 0.001)
+    spark_cpu = 200_000_000 * SPARK_ROW + candidates * SPARK_CANDIDATE
+    ten_cores = _row(model, "100,000,000 | 1 % | 10")
+    assert ten_cores[4] == f"{round(12.0 + spark_cpu / 10):,} s" and ten_cores[7:] == ["spark", "yes"]
+    assert (
+        _row(model, "100,000,000 | 1 % | 40")[5]
+        == f"{round(200_000_000 * 2e-5 + candidates * CASSANDRA_CANDIDATE):,} s"
+    )
+
+
+def test_one_size_of_the_messages_bench_is_no_model(published, tmp_path):
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    assert "## A night on a cluster" not in page_path.read_text()

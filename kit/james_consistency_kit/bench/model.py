@@ -38,6 +38,12 @@ class Measured:
     spark_recheck_cpu: float
     cores: int
 
+    @staticmethod
+    def in_bench(figures: dict) -> bool:
+        """Whether a bench file has what the model reads (older files lack the nightly steps' processor time)."""
+        nightly = figures.get("nightlyRun", {})
+        return "found" in nightly and {"check", "repair", "verify"} <= set(nightly.get("stepsCpu", {}))
+
     @classmethod
     def from_bench(cls, figures: dict) -> "Measured":
         nightly = figures["nightlyRun"]
@@ -154,3 +160,61 @@ class Night:
             "cassandraCpuSeconds": cassandra,
             "sparkCpuSeconds": spark,
         }
+
+
+# ---- what `bench model` and the bench's page show -------------------------------------------------------------------
+
+
+def fitted(measured: list[Measured], given: bool = False) -> tuple[Constants, list[Measured]]:
+    """The constants and the runs they come from: the runs `given`, or else (`measured` oldest first) the newest run
+    of each of the two largest sizes."""
+    if given:
+        return Constants.measured(measured), measured
+    by_size = {run.messages: run for run in measured}
+    runs = [by_size[size] for size in sorted(by_size)][-2:]
+    return Constants.measured(runs), runs
+
+
+def against_the_bench(constants: Constants, runs: list[Measured]) -> list[dict]:
+    """How the model predicts each run it was made from (shared cores, as the bench ran)."""
+    checked = []
+    for run in runs:
+        predicted = Night(run.messages, run.candidates / max(run.messages, 1), constants).shared(run.cores)
+        checked.append(
+            {
+                "messages": run.messages,
+                "measuredSeconds": run.seconds,
+                "predictedSeconds": round(predicted["seconds"], 1),
+                "off": f"{(predicted['seconds'] - run.seconds) / run.seconds:+.0%}",
+            }
+        )
+    return checked
+
+
+def night(
+    constants: Constants,
+    messages: int,
+    broken_share: float,
+    executor_cores: int,
+    nodes: int,
+    cores_per_node: int,
+    cassandra_share: float,
+    window_minutes: float,
+) -> dict:
+    """A night on separate machines: its wall time, each side's processor time, what bounds it, whether it fits."""
+    predicted = Night.broken(messages, broken_share, constants).separate(
+        executor_cores, nodes, cores_per_node, cassandra_share
+    )
+    return {
+        "messages": messages,
+        "brokenShare": broken_share,
+        "executorCores": executor_cores,
+        "cassandraNodes": nodes,
+        "coresPerNode": cores_per_node,
+        "cassandraShare": cassandra_share,
+        "seconds": round(predicted["seconds"]),
+        "cassandraCpuSeconds": round(predicted["cassandraCpuSeconds"]),
+        "sparkCpuSeconds": round(predicted["sparkCpuSeconds"]),
+        "boundBy": predicted["boundBy"],
+        "fitsInWindow": predicted["seconds"] <= window_minutes * 60,
+    }

@@ -2,7 +2,8 @@
 
 The page has the bench's method, the latest figures of each target (a table per file: each phase's time,
 throughput, processor time with the cores it kept busy, and its ratios to the bare scan and to James's own task),
-and a dated history: every result file given, and the figures recorded before the bench wrote this page
+the model of a night on a cluster fitted on the latest two sizes of `bench messages` (`bench model`), and a dated
+history: every result file given, and the figures recorded before the bench wrote this page
 (docs/benchmarks/history.json). A new result file in docs/benchmarks/ is all a new figure takes.
 """
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from james_consistency.paths import PROJECT_ROOT
 
+from james_consistency_kit.bench.model import Measured, against_the_bench, fitted, night
 from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load
 
 PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
@@ -103,7 +105,7 @@ def write_report(paths: list[Path] | None = None, page: Path = PAGE) -> tuple[Pa
         draw_phases(drawn, figure_path)
     figure_link = f"{page.stem}/{FIGURE}" if drawn is not None else None
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render_page(latest, history_rows(results, history), figure_link, drawn))
+    page.write_text(render_page(latest, history_rows(results, history), figure_link, drawn, model_section(results)))
     return page, figure_path if drawn is not None else None
 
 
@@ -117,9 +119,21 @@ def latest_per_target(results: list[BenchFile]) -> list[BenchFile]:
 
 # ---- the page --------------------------------------------------------------------------------------------------
 
+# The nights the page predicts: 100M messages, 1 % broken, 6 Cassandra nodes of 8 cores (half of them for the night),
+# on 10 Spark workers of 1, 4 and 8 cores.
+MODELLED_NIGHTS = tuple(
+    {"messages": 100_000_000, "broken_share": 0.01, "executor_cores": cores, "nodes": 6, "cores_per_node": 8}
+    for cores in (10, 40, 80)
+)
+CASSANDRA_SHARE = 0.5
+WINDOW_MINUTES = 60
 
-def render_page(latest: list[BenchFile], history: list[dict], figure: str | None, drawn: BenchFile | None) -> str:
-    """The page: its method, the latest file of each target, the figure drawn from `drawn`, the history."""
+
+def render_page(
+    latest: list[BenchFile], history: list[dict], figure: str | None, drawn: BenchFile | None, model: str = ""
+) -> str:
+    """The page: its method, the latest file of each target, the figure drawn from `drawn`, the model, the
+    history."""
     parts = [
         "# Benchmarks\n\nHow fast the repairs are on a real Cassandra node, against the floor (a bare scan of the "
         "tables) and against James's own tasks. Written by `james-consistency bench report`.\n",
@@ -134,6 +148,8 @@ def render_page(latest: list[BenchFile], history: list[dict], figure: str | None
             f"![each phase of {drawn.name} against the bare scan and James's own task, time and processor "
             f"time]({figure})\n"
         )
+    if model:
+        parts.append(model)
     parts.append(history_section(history))
     return "\n".join(parts)
 
@@ -312,6 +328,49 @@ HISTORY_COLUMNS = (
     ("load", "machine load: bare scan's busy cores, load average at start"),
     ("source", "source"),
 )
+
+
+def model_section(results: list[BenchFile]) -> str:
+    """The model (`bench model`, kit/.../bench/model.py) fitted on the newest messages files of the two largest
+    sizes: how it predicts them, and the nights of MODELLED_NIGHTS; empty without two sizes to fit on."""
+    modelled = (result for result in results if result.target == "messages" and Measured.in_bench(result.figures))
+    files = sorted(modelled, key=lambda result: result.date or "")
+    measured = [Measured.from_bench(result.figures) for result in files]
+    if len({run.messages for run in measured}) < 2:
+        return ""
+    constants, runs = fitted(measured)
+    lines = [
+        "## A night on a cluster (model)",
+        "",
+        "`james-consistency bench model` costs a nightly run (check, repair, verify) from the processor time the "
+        "bench measured per row scanned and per candidate re-checked, on Cassandra's side and on Spark's, plus a "
+        "fixed part per night. With Cassandra and Spark on machines of their own, the slower side bounds the night. "
+        f"Fitted on the nightly runs of the newest files of the two largest sizes; a share of {CASSANDRA_SHARE:.0%} "
+        "of the Cassandra nodes' cores is given to the night. The constants come from a 2-core machine: the model "
+        "is not yet checked against a ring and a Spark cluster of several machines.",
+        "",
+        "| bench nightly run | measured | the model on the bench's cores | off |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {row['messages']:,} messages | {row['measuredSeconds']:.1f} s | {row['predictedSeconds']:.1f} s "
+            f"| {row['off']} |"
+            for row in against_the_bench(constants, runs)
+        ),
+        "",
+        "| messages | broken | Spark executor cores | Cassandra nodes | night | Cassandra CPU | Spark CPU | bound by "
+        f"| fits in {WINDOW_MINUTES} min |",
+        "|---:|---:|---:|---|---:|---:|---:|---|---|",
+    ]
+    for wanted in MODELLED_NIGHTS:
+        predicted = night(constants, **wanted, cassandra_share=CASSANDRA_SHARE, window_minutes=WINDOW_MINUTES)
+        lines.append(
+            f"| {predicted['messages']:,} | {_percent(predicted['brokenShare'])} | {predicted['executorCores']} "
+            f"| {predicted['cassandraNodes']} x {predicted['coresPerNode']} cores "
+            f"| {predicted['seconds']:,} s | {predicted['cassandraCpuSeconds']:,} s "
+            f"| {predicted['sparkCpuSeconds']:,} s "
+            f"| {predicted['boundBy']} | {'yes' if predicted['fitsInWindow'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def history_rows(results: list[BenchFile], recorded: list[dict]) -> list[dict]:
