@@ -37,6 +37,8 @@ class Measured:
     cassandra_recheck_cpu: float  # the repair's and verify's Cassandra CPU seconds
     spark_recheck_cpu: float
     cores: int
+    # The bench's seeded size: its keyspace (a night's breakage leaves another count of messages in the same one).
+    size: str = ""
 
     @staticmethod
     def in_bench(figures: dict) -> bool:
@@ -64,6 +66,7 @@ class Measured:
             cassandra_recheck_cpu=steps["repair"]["cassandraCpuSeconds"] + steps["verify"]["cassandraCpuSeconds"],
             spark_recheck_cpu=spark("repair") + spark("verify"),
             cores=steps["check"]["cores"],
+            size=figures.get("keyspace", str(figures["messages"])),
         )
 
 
@@ -170,8 +173,8 @@ def fitted(measured: list[Measured], given: bool = False) -> tuple[Constants, li
     of each of the two largest sizes."""
     if given:
         return Constants.measured(measured), measured
-    by_size = {run.messages: run for run in measured}
-    runs = [by_size[size] for size in sorted(by_size)][-2:]
+    by_size = {run.size: run for run in measured}
+    runs = sorted(by_size.values(), key=lambda run: run.messages)[-2:]
     return Constants.measured(runs), runs
 
 

@@ -336,7 +336,7 @@ def model_section(results: list[BenchFile]) -> str:
     modelled = (result for result in results if result.target == "messages" and Measured.in_bench(result.figures))
     files = sorted(modelled, key=lambda result: result.date or "")
     measured = [Measured.from_bench(result.figures) for result in files]
-    if len({run.messages for run in measured}) < 2:
+    if len({run.size for run in measured}) < 2:
         return ""
     constants, runs = fitted(measured)
     lines = [
