@@ -101,10 +101,11 @@ class JamesPlatform implements AutoCloseable {
         CassandraApplicableFlagsModule.MODULE,
         CassandraQuotaModule.MODULE);
 
-    /** EventBusTestFixture.RETRY_BACKOFF_CONFIGURATION: a failing listener gives up within seconds. */
+    /** James's EventBusTestFixture.RETRY_BACKOFF_CONFIGURATION: a failing listener gives up after three retries from
+     * 5 ms, instead of DEFAULT's eight from 100 ms. */
     private static final RetryBackoffConfiguration RETRY_BACKOFF_CONFIGURATION = RetryBackoffConfiguration.builder()
-        .maxRetries(8)
-        .firstBackoff(Duration.ofMillis(20))
+        .maxRetries(3)
+        .firstBackoff(Duration.ofMillis(5))
         .jitterFactor(0.5)
         .build();
     private static final int LIMIT_ANNOTATIONS = 3;
