@@ -10,7 +10,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-wanted="$( (cat requirements.txt pyproject.toml kit/pyproject.toml; ls -d spark/*/ plugins/*/ kit/*/) | sha256sum | cut -d' ' -f1)"
+# The packages' folders, not what installing them writes there (kit/*.egg-info, a wheel build's kit/build): the next
+# set-up would install everything again.
+package_folders="$(ls -d spark/*/ plugins/*/ kit/*/ | grep -v -e '\.egg-info/$' -e '^kit/build/$')"
+wanted="$( (cat requirements.txt pyproject.toml kit/pyproject.toml; echo "$package_folders") | sha256sum | cut -d' ' -f1)"
 if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing the pinned Python packages"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"
