@@ -5,23 +5,13 @@ import os
 import socket
 import sys
 
-import psutil
-from james_consistency_kit.processes import DetachedService, port_bindable, wait_for_port
+from james_consistency_kit.processes import DetachedService, alive, port_bindable, wait_for_port
 
 MARKER = "james-consistency-test-service"
 
 
 def _sleeper() -> list[str]:
     return [sys.executable, "-c", "import time; time.sleep(300)", MARKER]
-
-
-def _runs(pid: int) -> bool:
-    """Whether `pid` still runs: a zombie has ended (this test's process, its parent, reaps it when it next starts
-    a child; a command-line stop's process exits)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_a_started_service_runs_until_stopped_and_leaves_no_pid_file(tmp_path):
@@ -32,7 +22,7 @@ def test_a_started_service_runs_until_stopped_and_leaves_no_pid_file(tmp_path):
     assert service.pid() == pid
     assert os.getpgid(pid) == pid, "in a process group of its own"
     assert service.stop(grace_seconds=5) is True
-    assert not _runs(pid)
+    assert not alive(pid), "stopped (a zombie its parent, this test, has not reaped yet counts as ended)"
     assert not service.pid_file.exists()
     assert service.stop(grace_seconds=5) is False, "nothing left to stop"
 
