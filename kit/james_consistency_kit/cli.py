@@ -438,15 +438,11 @@ def _bench_model(args) -> int:
     for on separate machines."""
     from pathlib import Path
 
-    from james_consistency_kit.bench.model import Measured, against_the_bench, fitted, night
+    from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night
     from james_consistency_kit.bench.results import PUBLISHED_DIR, load
 
     files, _ = load([Path(path) for path in args.results] or [PUBLISHED_DIR])
-    files = sorted(
-        (file for file in files if file.name.startswith("messages-") and Measured.in_bench(file.figures)),
-        key=lambda file: file.date or "",
-    )
-    measured = [Measured.from_bench(file.figures) for file in files]
+    measured = measured_runs(files)
     if not measured:
         raise OperatorError("no messages bench result to model from: run `james-consistency bench messages` first")
     constants, runs = fitted(measured, given=bool(args.results))

@@ -20,6 +20,8 @@ from the difference, the fixed part from the rest).
 
 from dataclasses import dataclass, replace
 
+from james_consistency_kit.bench.results import BenchFile
+
 # The verify's sample of consistent keys (engine.run.RunOptions.verify_sample_fraction's default).
 VERIFY_SAMPLE_FRACTION = 0.001
 
@@ -166,6 +168,12 @@ class Night:
 
 
 # ---- what `bench model` and the bench's page show -------------------------------------------------------------------
+
+
+def measured_runs(files: list[BenchFile]) -> list[Measured]:
+    """The nightly runs of the messages bench files the model can read, oldest first."""
+    modelled = [file for file in files if file.target == "messages" and Measured.in_bench(file.figures)]
+    return [Measured.from_bench(file.figures) for file in sorted(modelled, key=lambda file: file.date or "")]
 
 
 def fitted(measured: list[Measured], given: bool = False) -> tuple[Constants, list[Measured]]:

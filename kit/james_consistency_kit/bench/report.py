@@ -12,7 +12,7 @@ from pathlib import Path
 
 from james_consistency.paths import PROJECT_ROOT
 
-from james_consistency_kit.bench.model import Measured, against_the_bench, fitted, night
+from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night
 from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load
 
 PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
@@ -333,9 +333,7 @@ HISTORY_COLUMNS = (
 def model_section(results: list[BenchFile]) -> str:
     """The model (`bench model`, kit/.../bench/model.py) fitted on the newest messages files of the two largest
     sizes: how it predicts them, and the nights of MODELLED_NIGHTS; empty without two sizes to fit on."""
-    modelled = (result for result in results if result.target == "messages" and Measured.in_bench(result.figures))
-    files = sorted(modelled, key=lambda result: result.date or "")
-    measured = [Measured.from_bench(result.figures) for result in files]
+    measured = measured_runs(results)
     if len({run.size for run in measured}) < 2:
         return ""
     constants, runs = fitted(measured)
