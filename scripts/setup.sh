@@ -14,10 +14,19 @@ fi
 # set-up would install everything again.
 package_folders="$(ls -d spark/*/ plugins/*/ kit/*/ | grep -v -e '\.egg-info/$' -e '^kit/build/$')"
 wanted="$( (cat requirements.txt pyproject.toml kit/pyproject.toml; echo "$package_folders") | sha256sum | cut -d' ' -f1)"
+# pyspark is published as a source archive only, and uv builds it again at each install (about 17 s, and 0.3 to 1 GB
+# more in its cache each time: the suite's installs once filled a disk). Built once into .local/wheels, which every
+# install here (set-up, the workers' Python, the install tests) finds first.
+pyspark_pin="$(grep '^pyspark==' requirements.txt)"
+if ! ls .local/wheels/pyspark-"${pyspark_pin#pyspark==}"-*.whl >/dev/null 2>&1; then
+  echo "setup: building the $pyspark_pin wheel into .local/wheels (once)"
+  mkdir -p .local/wheels
+  .venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w .local/wheels "$pyspark_pin"
+fi
 if [ "$(cat .venv/.installed 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing the pinned Python packages"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep '^uv==' requirements.txt)"
-  .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.txt
+  .venv/bin/uv pip sync --quiet --python .venv/bin/python --find-links .local/wheels requirements.txt
   # The product and its Airflow side (pyproject.toml), and the local kit (kit/pyproject.toml), both editable.
   .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e . -e ./kit
   echo "$wanted" > .venv/.installed
@@ -67,7 +76,7 @@ if [ "$(cat .local/worker-venv/.installed 2>/dev/null || true)" != "$worker_pack
   rm -rf .local/worker-venv
   "$PYTHON" -m venv .local/worker-venv
   # shellcheck disable=SC2086
-  .local/worker-venv/bin/pip install --quiet --disable-pip-version-check $worker_packages
+  .local/worker-venv/bin/pip install --quiet --disable-pip-version-check --find-links .local/wheels $worker_packages
   echo "$worker_packages" > .local/worker-venv/.installed
 fi
 

@@ -11,7 +11,9 @@ and under 3.12, nothing of the repository on any path of what runs there:
   executors' Python lacks the package: they import the zip the installed package built at submit time;
 - an install that lost a suite names it at start-up: the command line before spark-submit, the DAG files when parsed.
 
-One virtualenv per Python version a session (uv and its cache: about 20 s each once the wheels are cached).
+One virtualenv per Python version a session (uv and its cache: about 20 s each once the wheels are cached). pyspark,
+published as a source archive only, comes from the wheel set-up built into .local/wheels: uv would build it again
+for each virtualenv.
 """
 
 import glob
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from james_consistency.package_data import JVM_JAR_NAME
-from james_consistency.paths import PROJECT_ROOT, SPARK_JARS_DIR
+from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency.schema import create_schema
 from james_consistency_kit import spark_cluster
 from support.messages import projection, truth
@@ -38,6 +40,7 @@ pytestmark = pytest.mark.end_to_end
 PYTHONS = ("3.11", "3.12")
 PACKAGES = {"james_consistency": PROJECT_ROOT / "spark", "james_airflow": PROJECT_ROOT / "plugins"}
 UV = Path(sys.executable).with_name("uv")
+WHEELHOUSE = LOCAL_DIR / "wheels"  # scripts/setup.sh
 # The checkout's command line, with the kit: James's own code through `james-consistency james ...`.
 CHECKOUT_CLI = Path(sys.executable).with_name("james-consistency")
 DAG_IDS = {
@@ -191,13 +194,13 @@ def _install(python: str, wheel: Path, root: Path) -> Install:
     succeeded(run([UV, "venv", "--quiet", "--seed", "--python", found, root / "venv"]))
     succeeded(
         run(
-            [UV, "pip", "install", "--quiet", "--python", installed.bin / "python", "-c", lock]
+            [UV, "pip", "install", "--quiet", "--python", installed.bin / "python", "-c", lock, "-f", WHEELHOUSE]
             + [f"james-consistency[airflow] @ {wheel.as_uri()}"],
             timeout=900,
         )
     )
     succeeded(run([UV, "venv", "--quiet", "--python", found, root / "executors"]))
-    executors = [UV, "pip", "install", "--quiet", "--python", installed.executor_python, "-c", lock]
+    executors = [UV, "pip", "install", "--quiet", "--python", installed.executor_python, "-c", lock, "-f", WHEELHOUSE]
     succeeded(run([*executors, "pyspark", "cassandra-driver"], timeout=900))
     installed.dags_folder.mkdir(parents=True)
     (installed.local_dir / "jars" / "spark").mkdir(parents=True)
