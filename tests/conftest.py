@@ -2,6 +2,7 @@
 
 import logging
 import os
+import shutil
 import time
 import uuid
 
@@ -10,8 +11,10 @@ from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
+from james_consistency_kit.processes import port_open
 
 REPORTS_CHECKED = pytest.StashKey[tuple]()
+NODE_DOWN_SHOWN = pytest.StashKey[bool]()
 # Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
 os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # Airflow 3.3.2's dag.test() cannot finish a successful run of a DAG that has a Deadline alert (it looks the alerts up
@@ -61,6 +64,31 @@ TEST_NODE = LocalNode(
     heap="1G",
     skip_sync=True,
 )
+
+
+def pytest_report_header(config):
+    free = shutil.disk_usage(LOCAL_DIR if LOCAL_DIR.exists() else LOCAL_DIR.parent).free
+    return f"free disk where the test node writes ({LOCAL_DIR}): {free / 2**30:.1f} GiB"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failure after the test node stopped answering says so once: otherwise every later test fails with
+    NoHostAvailable and nothing tells why (a full disk stops Cassandra's transports; an out-of-memory kill ends it)."""
+    report = yield
+    if report.failed and "cassandra_node" in item.fixturenames and not item.session.stash.get(NODE_DOWN_SHOWN, False):
+        if not port_open("127.0.0.1", TEST_NODE.native_port, 2.0):
+            item.session.stash[NODE_DOWN_SHOWN] = True
+            free = shutil.disk_usage(TEST_NODE.home).free / 2**30
+            running = f"its JVM (pid {TEST_NODE.pid()}) still runs" if TEST_NODE.pid() else "its JVM has ended"
+            report.sections.append(
+                (
+                    "the test Cassandra node",
+                    f"port {TEST_NODE.native_port} refuses connections: {running}; {free:.1f} GiB free disk in "
+                    f"{TEST_NODE.home}; the last errors of its logs:\n{TEST_NODE.log_errors()}",
+                )
+            )
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -74,9 +74,22 @@ FAST_START_OPTIONS = [
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
 ]
 
+# The line a starting node logs first: errors before the last one are an earlier run's.
+START_LOGGED = " - JVM vendor/version: "
+
+# system.log rolls over at 20 MB and keeps 3 old files, like Cassandra's own configuration (a test node's log grew past
+# 100 MB in a day); the old files are zipped.
 LOGBACK_XML = """<configuration scan="false">
-  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+  <appender name="FILE" class="ch.qos.logback.core.rolling.RollingFileAppender">
     <file>{log_dir}/system.log</file>
+    <rollingPolicy class="ch.qos.logback.core.rolling.FixedWindowRollingPolicy">
+      <fileNamePattern>{log_dir}/system.log.%i.zip</fileNamePattern>
+      <minIndex>1</minIndex>
+      <maxIndex>3</maxIndex>
+    </rollingPolicy>
+    <triggeringPolicy class="ch.qos.logback.core.rolling.SizeBasedTriggeringPolicy">
+      <maxFileSize>20MB</maxFileSize>
+    </triggeringPolicy>
     <encoder><pattern>%-5level [%thread] %date{{ISO8601}} %F:%L - %msg%n</pattern></encoder>
   </appender>
   <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
@@ -236,7 +249,7 @@ class LocalNode:
             if not alive(pid):
                 reap(pid)
                 self.pid_file.unlink(missing_ok=True)
-                raise OperatorError(f"Cassandra exited during start-up; last log lines:\n{self._log_tail()}")
+                raise OperatorError(f"Cassandra exited during start-up; last log lines:\n{self.log_errors()}")
             if self.release_version() is not None:
                 return
             time.sleep(0.5)
@@ -245,18 +258,20 @@ class LocalNode:
             f"(pid {pid}, logs in {self.log_dir})"
         )
 
-    def _log_tail(self, lines: int = 15) -> str:
-        for name in ("system.log", "stdout.log"):
-            path = self.log_dir / name
-            if path.exists():
-                errors = [
-                    line
-                    for line in path.read_text(errors="replace").splitlines()
-                    if line.startswith(("ERROR", "Exception", "Caused by")) or "Exception" in line
-                ]
-                if errors:
-                    return "\n".join(errors[-lines:])
-        return "(no log)"
+    def log_errors(self, lines: int = 15) -> str:
+        """The last error lines its logs (system.log, else the JVM's stdout) have since the node last started."""
+        logs = [self.log_dir / name for name in ("system.log", "stdout.log") if (self.log_dir / name).exists()]
+        for path in logs:
+            logged = path.read_text(errors="replace").splitlines()
+            starts = [number for number, line in enumerate(logged) if START_LOGGED in line]
+            errors = [
+                line[:400]
+                for line in logged[starts[-1] if starts else 0 :]
+                if line.startswith(("ERROR", "WARN", "Exception", "Caused by", "java."))
+            ]
+            if errors:
+                return "\n".join(errors[-lines:])
+        return f"(no error in {self.log_dir})" if logs else "(no log)"
 
     def _classpath(self) -> str:
         if not (CASSANDRA_JARS_DIR / "cassandra-all-5.0.8.jar").exists():

@@ -244,11 +244,14 @@ def _cassandra(args) -> int:
     else:
         status = node.status()
         if status["running"]:
-            state = "ready" if status["ready"] else "starting"
+            # A node still starting, or one that stopped its transports (a full disk, a failed commit log).
+            state = "ready" if status["ready"] else "running but not answering CQL"
             print(
                 f"Cassandra {status['release_version'] or ''} {state} on {status['address']} "
                 f"(pid {status['pid']}, home {status['home']})".replace("  ", " ")
             )
+            if not status["ready"]:
+                print(f"its last errors since it started:\n{node.log_errors(lines=5)}")
         else:
             print(f"Cassandra not running (home {status['home']})")
             return 3
