@@ -14,7 +14,7 @@ from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.processes import port_open
 
 REPORTS_CHECKED = pytest.StashKey[tuple]()
-NODE_DOWN_SHOWN = pytest.StashKey[bool]()
+NODE_DOWN = pytest.StashKey[str]()
 # Every Data Docs update indexes the kept validation results: a short history keeps the suite's gates fast.
 os.environ.setdefault("JAMES_GX_RESULTS_KEPT", "3")
 # Airflow 3.3.2's dag.test() cannot finish a successful run of a DAG that has a Deadline alert (it looks the alerts up
@@ -48,6 +48,8 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"run reports validated against docs/run-report.schema.json: {checked}")
     for problem in problems:
         terminalreporter.write_line(f"INVALID RUN REPORT {problem}", red=True)
+    if NODE_DOWN in terminalreporter.config.stash:
+        terminalreporter.write_line(f"TEST NODE DOWN: {terminalreporter.config.stash[NODE_DOWN]}", red=True)
 
 
 def pytest_unconfigure(config):
@@ -76,18 +78,15 @@ def pytest_runtest_makereport(item, call):
     """A failure after the test node stopped answering says so once: otherwise every later test fails with
     NoHostAvailable and nothing tells why (a full disk stops Cassandra's transports; an out-of-memory kill ends it)."""
     report = yield
-    if report.failed and "cassandra_node" in item.fixturenames and not item.session.stash.get(NODE_DOWN_SHOWN, False):
+    if report.failed and "cassandra_node" in item.fixturenames and NODE_DOWN not in item.config.stash:
         if not port_open("127.0.0.1", TEST_NODE.native_port, 2.0):
-            item.session.stash[NODE_DOWN_SHOWN] = True
             free = shutil.disk_usage(TEST_NODE.home).free / 2**30
             running = f"its JVM (pid {TEST_NODE.pid()}) still runs" if TEST_NODE.pid() else "its JVM has ended"
-            report.sections.append(
-                (
-                    "the test Cassandra node",
-                    f"port {TEST_NODE.native_port} refuses connections: {running}; {free:.1f} GiB free disk in "
-                    f"{TEST_NODE.home}; the last errors of its logs:\n{TEST_NODE.log_errors()}",
-                )
+            item.config.stash[NODE_DOWN] = (
+                f"port {TEST_NODE.native_port} refused connections after {item.nodeid} ({call.when}): {running}; "
+                f"{free:.1f} GiB free disk in {TEST_NODE.home}; the last errors of its logs:\n{TEST_NODE.log_errors()}"
             )
+            report.sections.append(("the test Cassandra node", item.config.stash[NODE_DOWN]))
     return report
 
 
