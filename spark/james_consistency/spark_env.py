@@ -113,7 +113,8 @@ def connector_conf(settings: CassandraSettings) -> dict[str, str]:
 
 
 def local_session(app_name: str, settings: CassandraSettings, master: str | None = None):
-    """An in-process SparkSession (local[*] unless SPARK_MASTER says otherwise) with the connector jars."""
+    """An in-process SparkSession (local[*] unless SPARK_MASTER says otherwise) with the connector jars; on a
+    cluster master, its executors get the product zip as a submitted job's do."""
     from pyspark.sql import SparkSession
 
     use_this_interpreter()
@@ -126,7 +127,8 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
         .config("spark.driver.memory", setting("SPARK_DRIVER_MEMORY"))
         .config("spark.driver.extraJavaOptions", driver_java_options())
     )
-    for key, value in {**connector_conf(settings), **local_driver_conf(master)}.items():
+    conf = {**connector_conf(settings), **cluster_shipping_conf(master), **local_driver_conf(master)}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     for key, value in connector_secrets(settings).items():
         builder = builder.config(key, value)
