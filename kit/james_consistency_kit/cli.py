@@ -122,6 +122,12 @@ def _add_bench_command(commands, targets) -> None:
         help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
     )
     options.add_argument("--random-seed", type=int, default=42)
+    options.add_argument(
+        "--replication-factor",
+        type=non_negative,
+        default=1,
+        help="replicas of the seeded keyspace (3 on `cassandra start --nodes 3`); its keyspaces are bench_james_rfN_*",
+    )
     options.add_argument("--output", help="JSON figures (default: .local/bench/<target>-<N>.json)")
     options.add_argument(
         "--publish",
@@ -387,11 +393,13 @@ def _bench(args) -> int:
     from james_consistency.spark_env import local_session
 
     from james_consistency_kit.bench import bench_messages, bench_projection, write_figures
+    from james_consistency_kit.bench.results import require_only_the_benched_nodes
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     for noisy in ("great_expectations", "py4j", "cassandra"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     settings = cassandra_settings(args)
+    require_only_the_benched_nodes(settings)
     spark = local_session("james-consistency-bench", settings)
     try:
         if args.target == "messages":
@@ -403,6 +411,7 @@ def _bench(args) -> int:
                 reference_sample=args.reference_sample,
                 seed=args.random_seed,
                 james_sample=args.james_sample,
+                replication_factor=args.replication_factor,
             )
         else:
             figures = bench_projection(
@@ -412,6 +421,7 @@ def _bench(args) -> int:
                 messages=args.messages,
                 rate=args.inconsistency_rate,
                 seed=args.random_seed,
+                replication_factor=args.replication_factor,
             )
     finally:
         spark.stop()
@@ -437,11 +447,11 @@ def _bench_report(args) -> int:
 
 
 def _bench_model(args) -> int:
-    """The model's constants, how it predicts each bench run it was made from (shared cores), and the night asked
-    for on separate machines."""
+    """The model's constants, how it predicts each bench run it was made from and (fitted on the published files)
+    the runs on a ring and a Spark cluster, on the runs' own cores, and the night asked for on separate machines."""
     from pathlib import Path
 
-    from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night
+    from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night, on_a_cluster
     from james_consistency_kit.bench.results import PUBLISHED_DIR, load
 
     files, _ = load([Path(path) for path in args.results] or [PUBLISHED_DIR])
@@ -450,6 +460,7 @@ def _bench_model(args) -> int:
         raise OperatorError("no messages bench result to model from: run `james-consistency bench messages` first")
     constants, runs = fitted(measured, given=bool(args.results))
     checked = against_the_bench(constants, runs)
+    on_rings = [] if args.results else against_the_bench(constants, on_a_cluster(measured))
     predicted = night(
         constants,
         args.messages,
@@ -465,6 +476,7 @@ def _bench_model(args) -> int:
             {
                 "constants": {name: float(f"{value:.4g}") for name, value in vars(constants).items()},
                 "againstTheBench": checked,
+                **({"againstRunsOnARing": on_rings} if on_rings else {}),
                 "night": predicted,
             },
             indent=2,

@@ -133,3 +133,27 @@ def test_a_run_that_fails_says_why_in_one_line_and_names_its_report_and_log_not_
     assert f"report: {report}" in result.stdout
     assert result.stderr.splitlines()[-1].startswith(f"log: {report}.log (exit code 3:")
     assert "Unavailable" in json.loads(report.read_text())["errors"][0]["error"]
+
+
+def test_the_bench_refuses_to_start_while_another_local_cassandra_would_count_as_benched(cql, cassandra_settings):
+    import sys
+
+    from james_consistency_kit.bench.measure import local_cassandra_processes
+
+    # Any process whose command line runs CassandraDaemon is counted as a local Cassandra node (bench/measure.py).
+    running = len(local_cassandra_processes())
+    other_node = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "org.apache.cassandra.service.CassandraDaemon"]
+    )
+    try:
+        result = run_cli("bench", "messages", "--messages", "100", "--port", str(cassandra_settings.port))
+    finally:
+        other_node.kill()
+        other_node.wait()
+
+    assert result.returncode == 2
+    assert f"{running + 1} Cassandra JVMs run on this machine" in result.stderr
+    assert str(other_node.pid) in result.stderr
+    assert "has 1 node(s)" in result.stderr
+    seeded = cql.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'bench_james_100'")
+    assert seeded.one() is None

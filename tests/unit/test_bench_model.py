@@ -61,6 +61,27 @@ def test_the_model_predicts_the_runs_it_was_made_from():
         assert night.shared(CORES)["seconds"] == pytest.approx(run.seconds)
 
 
+def test_the_processor_time_a_night_spends_once_is_found_and_predicted_with_the_rest():
+    from james_consistency_kit.bench.model import against_the_bench
+
+    # 3 CPU-s of Cassandra and 9 of Spark in every night whatever its size (start-up, gates), in the check.
+    runs = []
+    for figures in (bench_figures(100_000, 1_000, 100), bench_figures(1_000_000, 10_000, 1_000)):
+        check = figures["nightlyRun"]["stepsCpu"]["check"]
+        check["cassandraCpuSeconds"] += 3.0
+        check["cpuSeconds"] += 3.0 + 9.0
+        runs.append(Measured.from_bench(figures))
+
+    constants = Constants.measured(runs)
+
+    assert (constants.fixed_cassandra_cpu, constants.fixed_spark_cpu) == (pytest.approx(3.0), pytest.approx(9.0))
+    assert constants.spark_cpu_per_row == pytest.approx(SPARK_ROW) and constants.fixed_seconds == pytest.approx(FIXED)
+    for checked in against_the_bench(constants, runs):
+        assert (checked["off"], checked["cassandraCpuOff"], checked["sparkCpuOff"]) == ("+0%", "+0%", "+0%")
+    small = Night(runs[0].messages, runs[0].candidates / runs[0].messages, constants)
+    assert small.total_cpu()[1] == pytest.approx(runs[0].spark_scan_cpu + runs[0].spark_recheck_cpu)
+
+
 def test_one_bench_size_cannot_see_the_fixed_part_of_a_night():
     run = RUNS[0]
     constants = Constants.measured([run])

@@ -73,6 +73,7 @@ class JamesSample:
     rate: float
     seed: int
     prefix: str
+    replication_factor: int = 1
 
     @property
     def keyspace(self) -> str:
@@ -86,7 +87,13 @@ class JamesSample:
 
     def break_again(self, offset: int) -> dict:
         return prepare_keyspace(
-            self.spark, self.settings, self.keyspace, self.sample_messages, self.rate, self.seed + offset
+            self.spark,
+            self.settings,
+            self.keyspace,
+            self.sample_messages,
+            self.rate,
+            self.seed + offset,
+            self.replication_factor,
         )["broken"]
 
     def solve(self, messages_per_second: int, broken: dict, **extra) -> dict:
@@ -106,11 +113,12 @@ def james_message_phases(
     seed: int,
     full_rows: int,
     prefix: str = "bench_james",
+    replication_factor: int = 1,
 ) -> dict:
     """James's SolveMessageInconsistencies unthrottled and at its default rate, and James's report after our repair,
     on the sample keyspace. When the benched keyspace is larger, the unthrottled run is repeated on it if the
     sample's throughput puts it under JAMES_PHASE_LIMIT_SECONDS."""
-    on = JamesSample(spark, settings, messages, min(messages, sample), rate, seed, prefix)
+    on = JamesSample(spark, settings, messages, min(messages, sample), rate, seed, prefix, replication_factor)
     figures = {"james": JAMES_VERSION, "sampleKeyspace": on.keyspace, "sampleMessages": on.sample_messages}
     unthrottled = figures["unthrottled"] = on.solve(JAMES_UNTHROTTLED, on.break_again(2))
     sample_rows = unthrottled["processedImapUidEntries"] + unthrottled["processedMessageIdEntries"]

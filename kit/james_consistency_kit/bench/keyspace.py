@@ -30,12 +30,25 @@ def bench_keyspace(messages: int, prefix: str = "bench_james") -> str:
     return f"{prefix}_{messages}"
 
 
-def prepare_keyspace(spark, settings: CassandraSettings, keyspace: str, messages: int, rate: float, seed: int) -> dict:
+def bench_prefix(replication_factor: int = 1) -> str:
+    """The bench keyspaces' prefix: a replicated bench (on a ring) seeds keyspaces of its own."""
+    return "bench_james" if replication_factor == 1 else f"bench_james_rf{replication_factor}"
+
+
+def prepare_keyspace(
+    spark,
+    settings: CassandraSettings,
+    keyspace: str,
+    messages: int,
+    rate: float,
+    seed: int,
+    replication_factor: int = 1,
+) -> dict:
     """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them."""
     marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
     seeded = json.loads(marker.read_text()) if _exists(settings, keyspace) and marker.exists() else None
     if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
-        seeded = _seed(spark, settings, keyspace, messages, seed)
+        seeded = _seed(spark, settings, keyspace, messages, seed, replication_factor)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps(seeded, default=str))
     # A keyspace reused from an earlier bench was repaired since: break other rows than last time.
@@ -63,12 +76,13 @@ def _exists(settings: CassandraSettings, keyspace: str) -> bool:
         close(session)
 
 
-def _seed(spark, settings: CassandraSettings, keyspace: str, messages: int, seed: int) -> dict:
+def _seed(spark, settings: CassandraSettings, keyspace: str, messages: int, seed: int, replication_factor: int) -> dict:
     from james_consistency_kit.seed import seed_platform
 
     if james_harness.is_built(JAMES_VERSION):
         # James's DAOs are wired on its whole schema (currentQuota, ...): let James create the keyspace.
-        james_harness.run(JAMES_VERSION, "schema", ["--keyspace", keyspace], settings)
+        arguments = ["--keyspace", keyspace, "--replication-factor", str(replication_factor)]
+        james_harness.run(JAMES_VERSION, "schema", arguments, settings)
     mailboxes_per_user = 10
     messages_per_mailbox = 1000 if messages >= 100_000 else 100 if messages >= 1000 else max(1, messages // 10)
     seeded = seed_platform(
@@ -79,5 +93,6 @@ def _seed(spark, settings: CassandraSettings, keyspace: str, messages: int, seed
         messages_per_mailbox=messages_per_mailbox,
         random_seed=seed,
         spark=spark,
+        replication_factor=replication_factor,
     )
     return {**seeded, "requested": messages}

@@ -80,12 +80,15 @@ def _machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def local_cassandra_processes() -> list[Path]:
+    """The /proc folders of the live processes whose command line runs CassandraDaemon (none where /proc is not)."""
+    return [process for process in Path("/proc").glob("[0-9]*") if runs(int(process.name), CASSANDRA_MARKER)]
+
+
 def _cassandra_seconds() -> float:
-    """User and system time of every live process whose command line runs CassandraDaemon (0 where /proc is not)."""
+    """User and system time of every local Cassandra node's JVM."""
     total = 0
-    for process in Path("/proc").glob("[0-9]*"):
-        if not runs(int(process.name), CASSANDRA_MARKER):
-            continue
+    for process in local_cassandra_processes():
         try:
             fields = (process / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # it ended since

@@ -18,9 +18,9 @@ from james_consistency.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench.james import NOT_BUILT, james_message_phases
 from james_consistency_kit.bench.jobs import read_table, run_job
-from james_consistency_kit.bench.keyspace import JAMES_VERSION, bench_keyspace, prepare_keyspace
+from james_consistency_kit.bench.keyspace import JAMES_VERSION, bench_keyspace, bench_prefix, prepare_keyspace
 from james_consistency_kit.bench.measure import CpuClock, Timed, driver_memory, timed
-from james_consistency_kit.bench.results import machine, run_record
+from james_consistency_kit.bench.results import cluster, machine, run_record
 
 
 @dataclass
@@ -33,6 +33,7 @@ class MessagesBench:
     messages: int
     rate: float
     seed: int
+    replication_factor: int = 1
     columns: tuple[str, ...] = ()
     preparation: dict = field(default_factory=dict)
     phases: dict[str, Timed] = field(default_factory=dict)
@@ -49,7 +50,9 @@ class MessagesBench:
     def break_again(self, offset: int) -> dict:
         """Break the keyspace at the benched rate again (other rows: the seed moves); what was broken."""
         keyspace, messages, seed = self.keyspace, self.messages, self.seed + offset
-        return prepare_keyspace(self.spark, self.settings, keyspace, messages, self.rate, seed)["broken"]
+        return prepare_keyspace(
+            self.spark, self.settings, keyspace, messages, self.rate, seed, self.replication_factor
+        )["broken"]
 
     @property
     def truth_rows(self) -> int:
@@ -65,14 +68,15 @@ def bench_messages(
     reference_sample: int,
     seed: int,
     james_sample: int = 20_000,
-    keyspace_prefix: str = "bench_james",
+    keyspace_prefix: str | None = None,
+    replication_factor: int = 1,
 ) -> dict:
-    """Every phase, in order, on the keyspace of `messages` messages broken at `inconsistency_rate`; the figures,
-    ending with the run's record (results.py)."""
+    """Every phase, in order, on the keyspace of `messages` messages broken at `inconsistency_rate` (seeded with
+    `replication_factor` replicas); the figures, ending with the run's record (results.py)."""
     started_on = machine()
-    bench = MessagesBench(
-        spark, settings, bench_keyspace(messages, keyspace_prefix), messages, inconsistency_rate, seed
-    )
+    keyspace_prefix = keyspace_prefix or bench_prefix(replication_factor)
+    keyspace = bench_keyspace(messages, keyspace_prefix)
+    bench = MessagesBench(spark, settings, keyspace, messages, inconsistency_rate, seed, replication_factor)
     prepare(bench)
     time_bare_scan(bench)
     time_dry_run(bench)
@@ -83,7 +87,7 @@ def bench_messages(
     result = figures(bench)
     result["jamesSolveMessageInconsistencies"] = james = james_own_task(bench, james_sample, keyspace_prefix)
     result["ratios"].update(james_ratios(result["repair"]["truthRowsPerSecond"], james))
-    return {**result, **run_record(started_on)}
+    return {**result, "cluster": cluster(spark, settings, replication_factor), **run_record(started_on)}
 
 
 # ---- the phases ------------------------------------------------------------------------------------------------
@@ -95,7 +99,7 @@ def prepare(bench: MessagesBench) -> None:
     from james_consistency.schema import detect_generation
 
     bench.preparation = prepare_keyspace(
-        bench.spark, bench.settings, bench.keyspace, bench.messages, bench.rate, bench.seed
+        bench.spark, bench.settings, bench.keyspace, bench.messages, bench.rate, bench.seed, bench.replication_factor
     )
     session = connect(bench.settings, bench.keyspace)
     try:
@@ -159,6 +163,7 @@ def james_own_task(bench: MessagesBench, sample: int, prefix: str) -> dict:
         sample=sample,
         prefix=prefix,
         seed=bench.seed,
+        replication_factor=bench.replication_factor,
         full_rows=bench.truth_rows + bench.phases["repair"].result["processedMessageIdEntries"],
     )
 

@@ -4,7 +4,8 @@ A night (the nightly DAG run: check, repair, verify) costs, in processor time:
 - on Cassandra: the scan (CPU per row read, both tables) and the re-checks (CPU per candidate re-checked);
 - on Spark (the driver and the executors): the scan's kept rows and the diff (CPU per row read) and the re-checks
   (CPU per candidate: reading the live rows, deciding, writing the fix and its before-image);
-- a fixed part per night (job start-up, gates, Spark's scheduling), the intercept of two bench sizes.
+- a fixed part per night (job start-up, gates, Spark's scheduling), the intercept of two bench sizes: wall seconds,
+  and the processor seconds each side spends in them.
 
 The candidates of a night are what it finds (its broken share of the messages) re-checked twice (the repair, then
 the verify), and the verify's sample of consistent keys once. With Cassandra and Spark on machines of their own, the
@@ -15,12 +16,15 @@ slower side bounds the night; on shared cores (this machine) their CPU adds up o
     shared     wall = fixed + (Cassandra CPU + Spark CPU) / cores
 
 Constants come from one bench file (the fixed part then 0), or two of different sizes (per row and per candidate
-from the difference, the fixed part from the rest).
+from the difference, the fixed part from the rest); by default the newest runs on one node. Runs of the bench on the
+local ring and Spark standalone cluster (`--replication-factor 3`, SPARK_MASTER) are not fitted on: the model
+predicts them, which checks its costs per row and per candidate against replicated reads and writes and executors
+in processes of their own.
 """
 
 from dataclasses import dataclass, replace
 
-from james_consistency_kit.bench.results import BenchFile
+from james_consistency_kit.bench.results import BenchFile, on_one_node, where
 
 # The verify's sample of consistent keys (engine.run.RunOptions.verify_sample_fraction's default).
 VERIFY_SAMPLE_FRACTION = 0.001
@@ -41,6 +45,9 @@ class Measured:
     cores: int
     # The bench's seeded size: its keyspace (a night's breakage leaves another count of messages in the same one).
     size: str = ""
+    # Where it ran: one node and local Spark (what the constants are fitted on), or a ring and a Spark cluster.
+    one_node: bool = True
+    where: str = ""
 
     @staticmethod
     def in_bench(figures: dict) -> bool:
@@ -69,6 +76,8 @@ class Measured:
             spark_recheck_cpu=spark("repair") + spark("verify"),
             cores=steps["check"]["cores"],
             size=figures.get("keyspace", str(figures["messages"])),
+            one_node=on_one_node(figures),
+            where=where(figures),
         )
 
 
@@ -83,6 +92,8 @@ class Constants:
     spark_cpu_per_candidate: float
     fixed_seconds: float
     rows_per_message: float
+    fixed_cassandra_cpu: float = 0.0
+    fixed_spark_cpu: float = 0.0
 
     @classmethod
     def measured(cls, runs: list[Measured]) -> "Constants":
@@ -103,8 +114,14 @@ class Constants:
         )
         if not two_sizes:
             return variable
-        work = Night(small.messages, small.candidates / max(small.messages, 1), variable).shared(small.cores)
-        return replace(variable, fixed_seconds=max(small.seconds - work["seconds"], 0.0))
+        small_night = Night(small.messages, small.candidates / max(small.messages, 1), variable)
+        cassandra, spark = small_night.cpu()
+        return replace(
+            variable,
+            fixed_seconds=max(small.seconds - small_night.shared(small.cores)["seconds"], 0.0),
+            fixed_cassandra_cpu=max(small.cassandra_scan_cpu + small.cassandra_recheck_cpu - cassandra, 0.0),
+            fixed_spark_cpu=max(small.spark_scan_cpu + small.spark_recheck_cpu - spark, 0.0),
+        )
 
 
 def _difference(large: Measured, small: Measured) -> Measured:
@@ -136,7 +153,7 @@ class Night:
         return cls(messages, 2 * broken_share + VERIFY_SAMPLE_FRACTION, constants)
 
     def cpu(self) -> tuple[float, float]:
-        """(Cassandra, Spark) processor seconds of the night."""
+        """(Cassandra, Spark) processor seconds of the night's rows and candidates (without its fixed part)."""
         c = self.constants
         rows = self.messages * c.rows_per_message
         candidates = self.messages * self.candidates_per_message
@@ -145,6 +162,11 @@ class Night:
             rows * c.spark_cpu_per_row + candidates * c.spark_cpu_per_candidate,
         )
 
+    def total_cpu(self) -> tuple[float, float]:
+        """(Cassandra, Spark) processor seconds of the whole night, its fixed part included."""
+        cassandra, spark = self.cpu()
+        return cassandra + self.constants.fixed_cassandra_cpu, spark + self.constants.fixed_spark_cpu
+
     def separate(self, executor_cores: int, nodes: int, cores_per_node: int, cassandra_share: float) -> dict:
         """Cassandra on its nodes (a share of their cores for the night), Spark on its executors."""
         cassandra, spark = self.cpu()
@@ -152,19 +174,18 @@ class Night:
         spark_wall = spark / executor_cores
         return {
             "seconds": self.constants.fixed_seconds + max(cassandra_wall, spark_wall),
-            "cassandraCpuSeconds": cassandra,
-            "sparkCpuSeconds": spark,
+            **self._cpu_figures(),
             "boundBy": "cassandra" if cassandra_wall >= spark_wall else "spark",
         }
 
     def shared(self, cores: int) -> dict:
         """Cassandra and Spark on the same cores (one machine, as the bench runs)."""
         cassandra, spark = self.cpu()
-        return {
-            "seconds": self.constants.fixed_seconds + (cassandra + spark) / cores,
-            "cassandraCpuSeconds": cassandra,
-            "sparkCpuSeconds": spark,
-        }
+        return {"seconds": self.constants.fixed_seconds + (cassandra + spark) / cores, **self._cpu_figures()}
+
+    def _cpu_figures(self) -> dict:
+        cassandra, spark = self.total_cpu()
+        return {"cassandraCpuSeconds": cassandra, "sparkCpuSeconds": spark}
 
 
 # ---- what `bench model` and the bench's page show -------------------------------------------------------------------
@@ -178,28 +199,48 @@ def measured_runs(files: list[BenchFile]) -> list[Measured]:
 
 def fitted(measured: list[Measured], given: bool = False) -> tuple[Constants, list[Measured]]:
     """The constants and the runs they come from: the runs `given`, or else (`measured` oldest first) the newest run
-    of each of the two largest sizes."""
+    on one node of each of the two largest sizes."""
     if given:
         return Constants.measured(measured), measured
-    by_size = {run.size: run for run in measured}
+    by_size = {run.size: run for run in measured if run.one_node}
     runs = sorted(by_size.values(), key=lambda run: run.messages)[-2:]
     return Constants.measured(runs), runs
 
 
 def against_the_bench(constants: Constants, runs: list[Measured]) -> list[dict]:
-    """How the model predicts each run it was made from (shared cores, as the bench ran)."""
+    """How the model predicts each run (shared cores, as the bench ran): its wall time and each side's processor
+    time, measured and predicted."""
     checked = []
     for run in runs:
         predicted = Night(run.messages, run.candidates / max(run.messages, 1), constants).shared(run.cores)
+        cassandra_cpu = run.cassandra_scan_cpu + run.cassandra_recheck_cpu
+        spark_cpu = run.spark_scan_cpu + run.spark_recheck_cpu
         checked.append(
             {
                 "messages": run.messages,
+                "where": run.where,
                 "measuredSeconds": run.seconds,
                 "predictedSeconds": round(predicted["seconds"], 1),
-                "off": f"{(predicted['seconds'] - run.seconds) / run.seconds:+.0%}",
+                "off": _off(predicted["seconds"], run.seconds),
+                "measuredCassandraCpuSeconds": round(cassandra_cpu, 1),
+                "predictedCassandraCpuSeconds": round(predicted["cassandraCpuSeconds"], 1),
+                "cassandraCpuOff": _off(predicted["cassandraCpuSeconds"], cassandra_cpu),
+                "measuredSparkCpuSeconds": round(spark_cpu, 1),
+                "predictedSparkCpuSeconds": round(predicted["sparkCpuSeconds"], 1),
+                "sparkCpuOff": _off(predicted["sparkCpuSeconds"], spark_cpu),
             }
         )
     return checked
+
+
+def on_a_cluster(measured: list[Measured]) -> list[Measured]:
+    """The newest run of each size measured on a ring and a Spark cluster (what checks the model beyond one node)."""
+    by_size = {(run.where, run.size): run for run in measured if not run.one_node}
+    return sorted(by_size.values(), key=lambda run: (run.where, run.messages))
+
+
+def _off(predicted: float, measured: float) -> str:
+    return f"{(predicted - measured) / measured:+.0%}" if measured else "—"
 
 
 def night(

@@ -7,9 +7,15 @@ from james_consistency.cql import CassandraSettings
 
 from james_consistency_kit.bench.james import james_counters_phases
 from james_consistency_kit.bench.jobs import read_table, run_job, target_spec
-from james_consistency_kit.bench.keyspace import TARGET_FAULTS, bench_keyspace, break_kinds, prepare_keyspace
+from james_consistency_kit.bench.keyspace import (
+    TARGET_FAULTS,
+    bench_keyspace,
+    bench_prefix,
+    break_kinds,
+    prepare_keyspace,
+)
 from james_consistency_kit.bench.measure import driver_memory, timed
-from james_consistency_kit.bench.results import machine, run_record
+from james_consistency_kit.bench.results import cluster, machine, run_record
 
 
 def bench_projection(
@@ -20,11 +26,12 @@ def bench_projection(
     messages: int,
     rate: float,
     seed: int,
-    keyspace_prefix: str = "bench_james",
+    keyspace_prefix: str | None = None,
+    replication_factor: int = 1,
 ) -> dict:
     started_on = machine()
-    keyspace = bench_keyspace(messages, keyspace_prefix)
-    seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed)["seeded"]
+    keyspace = bench_keyspace(messages, keyspace_prefix or bench_prefix(replication_factor))
+    seeded = prepare_keyspace(spark, settings, keyspace, messages, 0.0, seed, replication_factor)["seeded"]
     spec = target_spec(settings, target, keyspace)
     broken = break_kinds(settings, keyspace, TARGET_FAULTS[target], rate, seed + int(time.time()))
 
@@ -83,7 +90,7 @@ def bench_projection(
             figures["ratios"]["repairOverJamesThroughput"] = round(
                 figures["repair"]["truthRowsPerSecond"] / james["truthRowsPerSecond"], 1
             )
-    return {**figures, **run_record(started_on)}
+    return {**figures, "cluster": cluster(spark, settings, replication_factor), **run_record(started_on)}
 
 
 def _whole_table(spark, keyspace: str, table: str):

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
+from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
 
@@ -26,6 +27,60 @@ def machine() -> dict:
         "memoryGiB": round(psutil.virtual_memory().total / 2**30, 1),
         "loadAverageAtStart": [round(load, 2) for load in os.getloadavg()],
     }
+
+
+def cassandra_nodes(settings: CassandraSettings) -> int:
+    """How many nodes the driver sees in the cluster `settings` points at."""
+    session = connect(settings)
+    try:
+        return len(session.cluster.metadata.all_hosts())
+    finally:
+        close(session)
+
+
+def require_only_the_benched_nodes(settings: CassandraSettings) -> None:
+    """Refuse to bench while more Cassandra JVMs run on this machine than the benched cluster has nodes: the bench
+    counts every local Cassandra JVM's processor time as the benched cluster's (e.g. the test node left running)."""
+    from james_consistency_kit.bench.measure import local_cassandra_processes
+
+    local, nodes = [process.name for process in local_cassandra_processes()], cassandra_nodes(settings)
+    if len(local) > nodes:
+        raise OperatorError(
+            f"{len(local)} Cassandra JVMs run on this machine (pids {', '.join(sorted(local))}) but the benched "
+            f"cluster ({settings.host}:{settings.port}) has {nodes} node(s): the bench would count the others' "
+            "processor time as Cassandra's. Stop the ones not benched first (the test node, .local/test-cassandra, "
+            "stays up after a test session run with JAMES_TEST_KEEP_NODE=1)."
+        )
+
+
+def cluster(spark, settings: CassandraSettings, replication_factor: int) -> dict:
+    """Where the bench ran: the Cassandra nodes its driver sees, the bench keyspace's replication factor, Spark's
+    master and the cores its executors have."""
+    nodes = cassandra_nodes(settings)
+    return {
+        "cassandraNodes": nodes,
+        "replicationFactor": replication_factor,
+        "sparkMaster": spark.sparkContext.master,
+        "executorCores": spark.sparkContext.defaultParallelism,
+    }
+
+
+def on_one_node(figures: dict) -> bool:
+    """Whether a run's figures come from one Cassandra node and local Spark (every run before `cluster` was
+    recorded did)."""
+    where = figures.get("cluster") or {}
+    return where.get("cassandraNodes", 1) == 1 and where.get("sparkMaster", "local").startswith("local")
+
+
+def where(figures: dict) -> str:
+    """Where a run ran, in words."""
+    place = figures.get("cluster")
+    if not place or on_one_node(figures):
+        return "one Cassandra node, local Spark"
+    return (
+        f"{place['cassandraNodes']} Cassandra nodes (replication factor {place['replicationFactor']}), "
+        f"Spark {place['sparkMaster']} with {place['executorCores']} executor cores"
+    )
 
 
 def run_record(started_on: dict) -> dict:
