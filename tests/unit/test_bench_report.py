@@ -178,10 +178,10 @@ def test_two_sizes_of_the_messages_bench_put_the_model_of_a_night_on_the_page(pu
     # 100M messages, 1 % broken: 2 x 1M rows re-checked twice plus the verify's sample of 100,000 keys.
     candidates = 100_000_000 * (2 * 0.01 + 0.001)
     spark_cpu = 200_000_000 * SPARK_ROW + candidates * SPARK_CANDIDATE
-    ten_cores = _row(model, "100,000,000 | 1 % | 10")
-    assert ten_cores[4] == f"{round(12.0 + spark_cpu / 10):,} s" and ten_cores[7:] == ["spark", "yes"]
+    ten_cores = _row(model, "one node | 100,000,000 | 1 % | 10")
+    assert ten_cores[5] == f"{round(12.0 + spark_cpu / 10):,} s" and ten_cores[8:] == ["spark", "yes"]
     cassandra_cpu = round(200_000_000 * 2e-5 + candidates * CASSANDRA_CANDIDATE)
-    assert _row(model, "100,000,000 | 1 % | 40")[5] == f"{cassandra_cpu:,} s"
+    assert _row(model, "one node | 100,000,000 | 1 % | 40")[6] == f"{cassandra_cpu:,} s"
 
 
 def test_one_size_of_the_messages_bench_is_no_model(published, tmp_path):
@@ -194,3 +194,39 @@ def test_one_size_of_the_messages_bench_is_no_model(published, tmp_path):
     main(["bench", "report", str(published), "--page", str(page_path)])
 
     assert "## A night on a cluster" not in page_path.read_text()
+
+
+def test_a_run_on_a_ring_checks_the_model_without_being_fitted_on_or_taken_for_the_latest(published, tmp_path):
+    from test_bench_model import CASSANDRA_ROW
+
+    for messages, date in ((100_000, "2026-11-29T08:00Z"), (1_000_000, "2026-11-29T09:00Z")):
+        figures = modelled_result(messages, date, f"bench_james_{messages}")
+        (published / f"messages-{messages}.json").write_text(json.dumps(figures))
+    # The newest run, on a 3-node ring: its scan cost Cassandra twice what one node's did, the rest as modelled.
+    ring = modelled_result(200_000, "2026-11-30T08:00Z", "bench_james_rf3_200000")
+    ring["nightlyRun"]["stepsCpu"]["check"]["cassandraCpuSeconds"] *= 2
+    ring["nightlyRun"]["stepsCpu"]["check"]["cpuSeconds"] += 400_000 * CASSANDRA_ROW
+    ring["cluster"] = {
+        "cassandraNodes": 3,
+        "replicationFactor": 3,
+        "sparkMaster": "spark://127.0.0.1:7077",
+        "executorCores": 2,
+    }
+    (published / "messages-ring.json").write_text(json.dumps(ring))
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    page = page_path.read_text()
+    model = page.split("## A night on a cluster (model)")[1].split("## History")[0]
+    fitted_on, on_the_ring = model.split("on the local ring and Spark cluster (not fitted on)")
+    assert _row(fitted_on, "100,000 messages")[3] == "+0%" and "200,000 messages" not in fitted_on
+    ring_row = _row(on_the_ring, "200,000 messages")
+    assert ring_row[1].startswith("3 Cassandra nodes (replication factor 3), Spark spark://127.0.0.1:7077")
+    # Cassandra: 400,000 rows x 2 x 2e-5 (scan) + 4,200 candidates x 1e-3 against the model's 8 + 4.2 CPU-s.
+    assert ring_row[4:6] == ["20.2 s / 12.2 s", "-40%"] and ring_row[7] == "+0%"
+    # The latest messages table is still the newest run on one node; the ring run is in the history, said so.
+    assert "messages-1000000.json" in page.split("## A night on a cluster")[0]
+    assert "messages-ring.json" not in page.split("## A night on a cluster")[0]
+    history = page.split("## History")[1]
+    assert _row(history, "2026-11-30 08:00 UTC")[-1].startswith("on 3 Cassandra nodes (replication factor 3)")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from james_consistency.paths import PROJECT_ROOT
 
-from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night
-from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load
+from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night, on_a_cluster
+from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load, on_one_node, where
 
 PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
 FIGURE = "phases.png"
@@ -73,6 +73,12 @@ To publish a run: `make bench` (or `james-consistency bench messages ...`) write
 the file there and run `james-consistency bench report`). This page and `docs/benchmarks/phases.png` are written by
 `bench report` from the JSON files in `docs/benchmarks/`: change those, or `kit/james_consistency_kit/bench/report.py`,
 not the page.
+
+On the local ring and Spark standalone cluster (what checks the model below beyond one node; all of it still on this
+machine's cores): `james-consistency cassandra start --nodes 3 && james-consistency spark start`, then
+`CASSANDRA_HOST=127.0.0.1 CASSANDRA_PORT=39042 SPARK_MASTER=spark://127.0.0.1:7077 james-consistency bench messages
+--messages N --replication-factor 3 --publish`. Its keyspaces are `bench_james_rf3_<N>`, its executors run the
+shipped product zip, and its file records where it ran (`cluster`); the Latest figures stay those on one node.
 """.format(
     phases="\n".join(
         ["| phase | what it measures |", "|---|---|", *(f"| {name} | {what} |" for name, what in PHASES_MEASURED)]
@@ -110,10 +116,12 @@ def write_report(paths: list[Path] | None = None, page: Path = PAGE) -> tuple[Pa
 
 
 def latest_per_target(results: list[BenchFile]) -> list[BenchFile]:
-    """The newest result of each target (messages first); undated files count as the oldest."""
+    """The newest result on one node of each target (messages first); undated files count as the oldest. Runs on a
+    ring are in the model's section and the history."""
     newest: dict[str, BenchFile] = {}
     for result in sorted(results, key=lambda each: each.date or ""):
-        newest[result.target] = result
+        if on_one_node(result.figures):
+            newest[result.target] = result
     return sorted(newest.values(), key=lambda each: (each.target != "messages", each.target))
 
 
@@ -331,44 +339,101 @@ HISTORY_COLUMNS = (
 
 
 def model_section(results: list[BenchFile]) -> str:
-    """The model (`bench model`, kit/.../bench/model.py) fitted on the newest messages files of the two largest
-    sizes: how it predicts them, and the nights of MODELLED_NIGHTS; empty without two sizes to fit on."""
+    """The model (`bench model`, kit/.../bench/model.py) fitted on the newest messages files on one node of the two
+    largest sizes: how it predicts them and the runs on a ring, the constants of each, and the nights of
+    MODELLED_NIGHTS; empty without two sizes on one node to fit on."""
     measured = measured_runs(results)
-    if len({run.size for run in measured}) < 2:
+    if len({run.size for run in measured if run.one_node}) < 2:
         return ""
     constants, runs = fitted(measured)
+    on_rings = on_a_cluster(measured)
+    fits = {"one node": constants, **_fitted_per_ring(on_rings)}
     lines = [
         "## A night on a cluster (model)",
         "",
         "`james-consistency bench model` costs a nightly run (check, repair, verify) from the processor time the "
         "bench measured per row scanned and per candidate re-checked, on Cassandra's side and on Spark's, plus a "
         "fixed part per night. With Cassandra and Spark on machines of their own, the slower side bounds the night. "
-        f"Fitted on the nightly runs of the newest files of the two largest sizes; a share of {CASSANDRA_SHARE:.0%} "
-        "of the Cassandra nodes' cores is given to the night. The constants come from a 2-core machine: the model "
-        "is not yet checked against a ring and a Spark cluster of several machines.",
+        "Fitted on the nightly runs on one node of the newest files of the two largest sizes; a share of "
+        f"{CASSANDRA_SHARE:.0%} of the Cassandra nodes' cores is given to the night. The constants come from a 2-core "
+        "machine; below the fit, the same model against the runs on the local ring and Spark standalone cluster "
+        "(all on these 2 cores: what it checks is the cost per row and per candidate, not the spread over machines).",
         "",
-        "| bench nightly run | measured | the model on the bench's cores | off |",
-        "|---|---:|---:|---:|",
+        *_model_checks("the nightly runs it is fitted on", against_the_bench(constants, runs)),
+        *_model_checks(
+            "the nightly runs on the local ring and Spark cluster (not fitted on)",
+            against_the_bench(constants, on_rings),
+        ),
+        *_constants_table(fits),
+        "| constants from | messages | broken | Spark executor cores | Cassandra nodes | night | Cassandra CPU "
+        f"| Spark CPU | bound by | fits in {WINDOW_MINUTES} min |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|---|",
+    ]
+    for fitted_on, fit in fits.items():
+        for wanted in MODELLED_NIGHTS:
+            predicted = night(fit, **wanted, cassandra_share=CASSANDRA_SHARE, window_minutes=WINDOW_MINUTES)
+            lines.append(
+                f"| {fitted_on} | {predicted['messages']:,} | {_percent(predicted['brokenShare'])} "
+                f"| {predicted['executorCores']} | {predicted['cassandraNodes']} x {predicted['coresPerNode']} cores "
+                f"| {predicted['seconds']:,} s | {predicted['cassandraCpuSeconds']:,} s "
+                f"| {predicted['sparkCpuSeconds']:,} s "
+                f"| {predicted['boundBy']} | {'yes' if predicted['fitsInWindow'] else 'no'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _fitted_per_ring(on_rings: list) -> dict:
+    """The model's constants fitted on the runs of each ring and Spark cluster that ran two sizes or more."""
+    by_place: dict[str, list] = {}
+    for run in on_rings:
+        by_place.setdefault(run.where, []).append(run)
+    return {where: fitted(runs, given=True)[0] for where, runs in by_place.items() if len(runs) > 1}
+
+
+def _constants_table(fits: dict) -> list[str]:
+    """Each fit's constants side by side: what a row, a candidate and a night's fixed part cost where it ran."""
+    if len(fits) < 2:
+        return []
+    rows = (
+        ("Cassandra CPU per row read", lambda c: f"{c.cassandra_cpu_per_row * 1e6:.1f} µs"),
+        ("Spark CPU per row read", lambda c: f"{c.spark_cpu_per_row * 1e6:.1f} µs"),
+        ("Cassandra CPU per candidate", lambda c: f"{c.cassandra_cpu_per_candidate * 1e3:.2f} ms"),
+        ("Spark CPU per candidate", lambda c: f"{c.spark_cpu_per_candidate * 1e3:.2f} ms"),
+        ("a night's fixed part: wall", lambda c: f"{c.fixed_seconds:.1f} s"),
+        ("a night's fixed part: Cassandra CPU", lambda c: f"{c.fixed_cassandra_cpu:.1f} s"),
+        ("a night's fixed part: Spark CPU", lambda c: f"{c.fixed_spark_cpu:.1f} s"),
+    )
+    return [
+        "The constants fitted on each place's two sizes:",
+        "",
+        "| constant | " + " | ".join(fits) + " |",
+        "|---|" + "---:|" * len(fits),
+        *(f"| {name} | " + " | ".join(shown(fit) for fit in fits.values()) + " |" for name, shown in rows),
+        "",
+    ]
+
+
+def _model_checks(title: str, rows: list[dict]) -> list[str]:
+    """The model's predictions of measured runs (on the runs' own cores), wall time and each side's CPU."""
+    if not rows:
+        return []
+    return [
+        f"The model against {title}:",
+        "",
+        "| nightly run | where | wall time, measured / model | off | Cassandra CPU, measured / model | off "
+        "| Spark CPU, measured / model | off |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
         *(
-            f"| {row['messages']:,} messages | {row['measuredSeconds']:.1f} s | {row['predictedSeconds']:.1f} s "
-            f"| {row['off']} |"
-            for row in against_the_bench(constants, runs)
+            f"| {row['messages']:,} messages | {row['where']} "
+            f"| {row['measuredSeconds']:.1f} s / {row['predictedSeconds']:.1f} s | {row['off']} "
+            f"| {row['measuredCassandraCpuSeconds']:.1f} s / {row['predictedCassandraCpuSeconds']:.1f} s "
+            f"| {row['cassandraCpuOff']} "
+            f"| {row['measuredSparkCpuSeconds']:.1f} s / {row['predictedSparkCpuSeconds']:.1f} s "
+            f"| {row['sparkCpuOff']} |"
+            for row in rows
         ),
         "",
-        "| messages | broken | Spark executor cores | Cassandra nodes | night | Cassandra CPU | Spark CPU | bound by "
-        f"| fits in {WINDOW_MINUTES} min |",
-        "|---:|---:|---:|---|---:|---:|---:|---|---|",
     ]
-    for wanted in MODELLED_NIGHTS:
-        predicted = night(constants, **wanted, cassandra_share=CASSANDRA_SHARE, window_minutes=WINDOW_MINUTES)
-        lines.append(
-            f"| {predicted['messages']:,} | {_percent(predicted['brokenShare'])} | {predicted['executorCores']} "
-            f"| {predicted['cassandraNodes']} x {predicted['coresPerNode']} cores "
-            f"| {predicted['seconds']:,} s | {predicted['cassandraCpuSeconds']:,} s "
-            f"| {predicted['sparkCpuSeconds']:,} s "
-            f"| {predicted['boundBy']} | {'yes' if predicted['fitsInWindow'] else 'no'} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def history_rows(results: list[BenchFile], recorded: list[dict]) -> list[dict]:
@@ -399,6 +464,7 @@ def history_record(result: BenchFile) -> dict:
         "nightlyCpuOverBareScanCpu": ratios.get("nightlyRunCpuOverBareScanCpu"),
         "bareScanBusyCores": figures.get("machineCpu", {}).get("bareScan", {}).get("busyCores"),
         "loadAverageAtStart": (figures.get("machine") or {}).get("loadAverageAtStart", [None])[0],
+        "note": "" if on_one_node(figures) else f"on {where(figures)}",
     }
 
 
