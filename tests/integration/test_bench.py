@@ -55,6 +55,13 @@ def test_bench_messages_runs_james_unthrottled_and_at_its_default_rate(
     assert figures["ratios"]["repairOverJamesDefaultRateThroughput"] > 0
     # The nightly run scans once and leaves nothing; the stopped dry run, resumed, finds what the uninterrupted one did.
     assert figures["bareScan"]["rowsScanned"] > figures["messages"], "both tables, every row"
+    # Where it ran, for the model: the test node and the suite's local[2] session.
+    assert figures["cluster"] == {
+        "cassandraNodes": 1,
+        "replicationFactor": 1,
+        "sparkMaster": "local[2]",
+        "executorCores": 2,
+    }
     nightly = figures["nightlyRun"]
     # It faces what was broken for it, no more: what the reference left was repaired before.
     assert nightly["found"]["missing"] == nightly["broken"]["projection-missing"] > 0

@@ -222,11 +222,11 @@ def test_a_run_on_a_ring_checks_the_model_without_being_fitted_on_or_taken_for_t
     fitted_on, on_the_ring = model.split("on the local ring and Spark cluster (not fitted on)")
     assert _row(fitted_on, "100,000 messages")[3] == "+0%" and "200,000 messages" not in fitted_on
     ring_row = _row(on_the_ring, "200,000 messages")
-    assert ring_row[1].startswith("3 Cassandra nodes (replication factor 3), Spark spark://127.0.0.1:7077")
+    assert ring_row[1] == "3 Cassandra nodes, RF 3, spark://127.0.0.1:7077 (2 executor cores)"
     # Cassandra: 400,000 rows x 2 x 2e-5 (scan) + 4,200 candidates x 1e-3 against the model's 8 + 4.2 CPU-s.
     assert ring_row[4:6] == ["20.2 s / 12.2 s", "-40%"] and ring_row[7] == "+0%"
     # The latest messages table is still the newest run on one node; the ring run is in the history, said so.
     assert "messages-1000000.json" in page.split("## A night on a cluster")[0]
     assert "messages-ring.json" not in page.split("## A night on a cluster")[0]
     history = page.split("## History")[1]
-    assert _row(history, "2026-11-30 08:00 UTC")[-1].startswith("on 3 Cassandra nodes (replication factor 3)")
+    assert _row(history, "2026-11-30 08:00 UTC")[-1] == f"on {ring_row[1]}"

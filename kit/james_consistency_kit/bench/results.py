@@ -78,8 +78,8 @@ def where(figures: dict) -> str:
     if not place or on_one_node(figures):
         return "one Cassandra node, local Spark"
     return (
-        f"{place['cassandraNodes']} Cassandra nodes (replication factor {place['replicationFactor']}), "
-        f"Spark {place['sparkMaster']} with {place['executorCores']} executor cores"
+        f"{place['cassandraNodes']} Cassandra nodes, RF {place['replicationFactor']}, "
+        f"{place['sparkMaster']} ({place['executorCores']} executor cores)"
     )
 
 
