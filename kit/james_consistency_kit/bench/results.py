@@ -68,8 +68,8 @@ def cluster(spark, settings: CassandraSettings, replication_factor: int) -> dict
 def on_one_node(figures: dict) -> bool:
     """Whether a run's figures come from one Cassandra node and local Spark (every run before `cluster` was
     recorded did)."""
-    where = figures.get("cluster") or {}
-    return where.get("cassandraNodes", 1) == 1 and where.get("sparkMaster", "local").startswith("local")
+    place = figures.get("cluster") or {}
+    return place.get("cassandraNodes", 1) == 1 and place.get("sparkMaster", "local").startswith("local")
 
 
 def where(figures: dict) -> str:
