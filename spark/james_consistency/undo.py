@@ -32,7 +32,7 @@ from james_consistency.engine import before_images as images
 from james_consistency.engine import reports
 from james_consistency.engine.apply import FAILED, ApplyContext
 from james_consistency.engine.before_images import COUNTER, LWT, SET, UPDATE
-from james_consistency.engine.live import Query, one, prepared
+from james_consistency.engine.live import ATTEMPTS, TRANSIENT_ERRORS, Query, one, prepared
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE
 from james_consistency.engine.run import Run, RunOptions, Scan, execute, new_run_id, reconcile
 from james_consistency.engine.spec import Repair
@@ -308,20 +308,46 @@ class Undoer:
             return ALREADY_AS_BEFORE
         if not self.context.write:
             return RESTORED
-        claimed = yield Query(
-            prepared(
-                self.session,
-                f"UPDATE {PROJECT_KEYSPACE}.{images.IMAGES_TABLE} SET undone_by = ? "
-                "WHERE run_id = ? AND bucket = ? AND image_id = ? IF undone_by = null",
-                self.context.write_consistency,
-            ),
-            [self.context.imaging.run_id, image["run_id"], image["bucket"], uuid.UUID(image["image_id"])],
-            retried=False,
-        )
-        if not one(claimed)["[applied]"]:
+        if not (yield from self._claimed(image)):
             return ALREADY_AS_BEFORE  # an undo before this one took it back
         yield from table.add(key, {column: -delta for column, delta in deltas.items()}, self.context.write_consistency)
         return RESTORED
+
+    def _claimed(self, image):
+        """Whether this undo claimed the image (a lightweight transaction on its undone_by); a claim that timed out
+        is settled by reading undone_by at SERIAL, and sent again while nobody holds it."""
+        images_table, where = (
+            f"{PROJECT_KEYSPACE}.{images.IMAGES_TABLE}",
+            "WHERE run_id = ? AND bucket = ? AND image_id = ?",
+        )
+        image_key = [image["run_id"], image["bucket"], uuid.UUID(image["image_id"])]
+        undo_run_id = self.context.imaging.run_id
+        for attempt in range(ATTEMPTS):
+            try:
+                claimed = yield Query(
+                    prepared(
+                        self.session,
+                        f"UPDATE {images_table} SET undone_by = ? {where} IF undone_by = null",
+                        self.context.write_consistency,
+                    ),
+                    [undo_run_id, *image_key],
+                    retried=False,
+                )
+                return bool(one(claimed)["[applied]"])
+            except TRANSIENT_ERRORS:
+                if attempt == ATTEMPTS - 1:
+                    raise
+            holder = one(
+                (
+                    yield Query(
+                        prepared(self.session, f"SELECT undone_by FROM {images_table} {where}", "SERIAL"),
+                        image_key,
+                    )
+                )
+            )
+            if holder is not None and holder["undone_by"] is not None:
+                return holder["undone_by"] == undo_run_id
+        raise AssertionError("unreachable")
 
     def _conditional(self, table: "Table", image, key: dict, before, written):
         """A lightweight transaction of the mailbox repair reversed by another, only where the row still holds
@@ -336,8 +362,21 @@ class Undoer:
             return NEWER_KEPT
         if not self.context.write:
             return RESTORED
-        applied = yield from table.reverse(key, before, written, self.context.write_consistency)
-        return RESTORED if applied else NEWER_KEPT
+        for attempt in range(ATTEMPTS):
+            try:
+                applied = yield from table.reverse(key, before, written, self.context.write_consistency)
+                return RESTORED if applied else NEWER_KEPT
+            except TRANSIENT_ERRORS:
+                if attempt == ATTEMPTS - 1:
+                    raise
+            # A transaction that timed out may have been applied: a read at SERIAL (which finishes a round left in
+            # progress) says whether, and it is sent again only while the row still holds what the repair wrote.
+            current = yield from table.read(key, columns, "SERIAL")
+            if table.same(current, before, columns):
+                return RESTORED
+            if not table.same(current, written, columns):
+                return NEWER_KEPT
+        raise AssertionError("unreachable")
 
 
 class Table:

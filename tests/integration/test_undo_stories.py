@@ -147,7 +147,7 @@ def test_the_offline_mailbox_repair_undone_leaves_paths_mailboxes_messages_and_a
         undo_run(spark, cassandra_settings, run_dir, apply=True)
     undone = undo_run(spark, cassandra_settings, run_dir, apply=True, confirmation=CONFIRMATION)
 
-    assert (undone["status"], undone["failedCount"]) == ("COMPLETED", 0)
+    assert (undone["status"], undone["failedCount"]) == ("COMPLETED", 0), undone["errors"]
     # Only the uids and modseqs the merge handed out are left as they are (James never gives one twice).
     kept = {table for table, actions in undone["undone"].items() if "not-reversed" in actions}
     assert kept <= {"messagecounter", "modseq"}
