@@ -24,15 +24,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import reduce
 
-from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.engine import work_folder
+from james_consistency.engine.jvm import java_array, jvm_class
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 from james_consistency.errors import OperatorError
 
@@ -79,8 +78,8 @@ def partition_token(spark: SparkSession, partition_key: dict[str, str]) -> Colum
     """Cassandra's Murmur3 token of each row's partition (`partition_key`: column -> CQL type, in key order; null
     when a component is null), computed on the JVM side by spark/jvm's PartitionToken with the Java driver's hash."""
     cql_types = list(partition_key.values())
-    token = _jvm_class(spark, TOKEN_CLASS)
-    types = _java_array(spark, spark._jvm.String, cql_types)
+    token = jvm_class(spark, TOKEN_CLASS)
+    types = java_array(spark, spark._jvm.String, cql_types)
     unsupported = list(token.unsupported(types))
     if unsupported:
         raise OperatorError(f"no token for a partition key of type {', '.join(unsupported)}")
@@ -297,25 +296,6 @@ SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 TOKEN_CLASS = "org.james.consistency.PartitionToken"
 
 
-def _jvm_class(spark: SparkSession, name: str):
-    """A class of the product's JVM side (the package's jvm/), with a clear error when its jar is not on Spark's
-    class path."""
-    found = reduce(getattr, name.split("."), spark._jvm)
-    if not isinstance(found, JavaClass):  # py4j names an unknown class as a package
-        raise OperatorError(
-            f"{name} is not on Spark's class path: pass james_consistency.paths.spark_jars() to Spark (they end "
-            "with the package's jvm/james-consistency-jvm.jar, which scripts/setup.sh compiles in a checkout)"
-        )
-    return found
-
-
-def _java_array(spark: SparkSession, java_type, values):
-    array = spark.sparkContext._gateway.new_array(java_type, len(values))
-    for position, value in enumerate(values):
-        array[position] = value
-    return array
-
-
 def with_range_index(schema: T.StructType) -> T.StructType:
     """A table's scanned columns, prefixed by the index of the range each row was read in."""
     return T.StructType([T.StructField("range_index", T.IntegerType()), *schema.fields])
@@ -335,15 +315,15 @@ def read_ranges(
     spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
     cannot be restricted to a token range, and the Python driver reads a range at twice the CPU."""
     jvm = spark._jvm
-    frame = _jvm_class(spark, SCAN_CLASS).scan(
+    frame = jvm_class(spark, SCAN_CLASS).scan(
         spark._jsparkSession,
         keyspace,
         table.lower(),
-        _java_array(spark, jvm.String, partition_key),
+        java_array(spark, jvm.String, partition_key),
         spark._jsparkSession.parseDataType(with_range_index(schema).json()),
-        _java_array(spark, jvm.int, [index for index, _, _ in ranges]),
-        _java_array(spark, jvm.long, [start for _, start, _ in ranges]),
-        _java_array(spark, jvm.long, [end for _, _, end in ranges]),
+        java_array(spark, jvm.int, [index for index, _, _ in ranges]),
+        java_array(spark, jvm.long, [start for _, start, _ in ranges]),
+        java_array(spark, jvm.long, [end for _, _, end in ranges]),
         consistency,
         PAGE_SIZE,
     )

@@ -3,6 +3,10 @@ driver JVM's Hadoop filesystem: small documents are read and written there witho
 
 from pyspark.sql import SparkSession
 
+from james_consistency.engine.jvm import jvm_class
+
+WORK_FOLDERS_CLASS = "org.james.consistency.WorkFolders"
+
 
 def _hadoop_path(spark: SparkSession, url: str):
     jvm = spark.sparkContext._jvm
@@ -23,15 +27,14 @@ def delete(spark: SparkSession, url: str) -> None:
 
 def files_named(spark: SparkSession, url: str, name: str) -> list[tuple[str, int]]:
     """Every file called `name` below `url` (at any depth), with its modification time in milliseconds; none when
-    `url` is not there."""
+    `url` is not there. Walked on the JVM side (spark/jvm's WorkFolders) in one call."""
     path, filesystem = _hadoop_path(spark, url)
     if not filesystem.exists(path):
         return []
-    found, files = [], filesystem.listFiles(path, True)
-    while files.hasNext():
-        status = files.next()
-        if status.getPath().getName() == name:
-            found.append((status.getPath().toString(), status.getModificationTime()))
+    found = []
+    for line in jvm_class(spark, WORK_FOLDERS_CLASS).filesNamed(filesystem, path, name):
+        modified_ms, file_url = line.split("\t", 1)
+        found.append((file_url, int(modified_ms)))
     return found
 
 
