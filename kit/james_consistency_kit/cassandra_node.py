@@ -392,11 +392,13 @@ batch_size_fail_threshold: 1000KiB
         return keystore, keystore_password
 
 
-# The local ring: its own folders and ports, apart from the single node (9042) and the test nodes (19042, 29042).
+# The local ring: its own folders and ports, apart from the single node (9042) and the test nodes (19042, 28042,
+# 29042). Below Linux's ephemeral range (32768-60999): a port there may be held by any outgoing connection, and a node
+# that cannot bind it does not start.
 RING_HOME = LOCAL_DIR / "ring"
-RING_NATIVE_PORT = 39042
-RING_STORAGE_PORT = 37000
-RING_JMX_BASE_PORT = 37199  # + node number: JMX listens on 127.0.0.1 for every node
+RING_NATIVE_PORT = 29242
+RING_STORAGE_PORT = 29200
+RING_JMX_BASE_PORT = 29300  # + node number: JMX listens on 127.0.0.1 for every node
 RING_DATACENTER = "datacenter1"
 RING_HEAP = "640M"
 

@@ -35,7 +35,7 @@ def add_kit_commands(commands) -> None:
     node.add_argument("--auth", action="store_true", default=None, help="start with PasswordAuthenticator")
     node.add_argument("--tls", action="store_true", default=None, help="start with client TLS only (self-signed)")
     node.add_argument(
-        "--nodes", type=non_negative, help="a local ring of N nodes on 127.0.0.1..N, CQL port 39042 (.local/ring)"
+        "--nodes", type=non_negative, help="a local ring of N nodes on 127.0.0.1..N, CQL port 29242 (.local/ring)"
     )
     node.add_argument("--node", type=non_negative, help="stop: only this ring node (1..N)")
     node.set_defaults(handler=_cassandra)

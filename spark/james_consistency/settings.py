@@ -516,7 +516,7 @@ _TEST_SUITE = (
     Setting(
         "JAMES_FAULT_CASSANDRA_PORT",
         "int",
-        38042,
+        28042,
         "CQL port of the node the node-fault tests stop and restart (tests/integration/test_node_faults.py).",
         _TESTS,
     ),

@@ -1,4 +1,4 @@
-"""The cluster layer: a local 3-node Cassandra ring (.local/ring, CQL port 39042 on 127.0.0.1..3) and a local Spark
+"""The cluster layer: a local 3-node Cassandra ring (.local/ring, CQL port 29242 on 127.0.0.1..3) and a local Spark
 standalone cluster (spark://127.0.0.1:7077, workers on .local/worker-venv's Python, without this project).
 
 Both are started by the same code as `james-consistency cassandra start --nodes 3` / `spark start`, and stopped at

@@ -21,10 +21,11 @@ from support.messages import platform, projection, truth
 
 FAULT_NODE = LocalNode(
     home=LOCAL_DIR / "fault-cassandra",
-    # Apart from the local ring's ports (39042, 37000, 37199+), which a cluster test may have left running.
+    # Apart from the local ring's ports (29242, 29200, 29300+), which a cluster test may have left running, and below
+    # Linux's ephemeral range (32768-60999), where any outgoing connection may hold a port the node must bind.
     native_port=setting("JAMES_FAULT_CASSANDRA_PORT"),
-    storage_port=38000,
-    jmx_port=38199,
+    storage_port=28000,
+    jmx_port=28199,
     heap="768M",
     skip_sync=False,  # the node is stopped and restarted: what it acknowledged must survive
 )
