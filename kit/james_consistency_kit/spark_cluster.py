@@ -15,7 +15,7 @@ from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, require_java
 
-from james_consistency_kit.processes import DetachedService, wait_for_port
+from james_consistency_kit.processes import DetachedService, alive, wait_for_port
 
 CLUSTER_HOME = LOCAL_DIR / "spark-cluster"
 MASTER_HOST = "127.0.0.1"
@@ -113,9 +113,11 @@ def start(timeout: float = 60.0) -> dict:
     CLUSTER_HOME.mkdir(parents=True, exist_ok=True)
     environment = daemon_environment()
     the_master = master()
-    the_master.start(environment)
+    launched = the_master.start(environment)
     deadline = time.monotonic() + timeout
-    if not wait_for_port(MASTER_HOST, MASTER_PORT, timeout, still_starting=lambda: the_master.pid() is not None):
+    # Waits on the process launched, not on the pid file's reading: spark-class passes through a shell and a
+    # launcher JVM before it execs the master's, and a reading between them must not end the wait.
+    if not wait_for_port(MASTER_HOST, MASTER_PORT, timeout, still_starting=lambda: alive(launched)):
         raise OperatorError(f"the Spark master did not listen on {MASTER_URL}; log: {the_master.log_file}")
     workers = [worker(number) for number in range(1, WORKERS + 1)]
     for each in workers:
