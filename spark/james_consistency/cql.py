@@ -39,7 +39,10 @@ def connect(settings: CassandraSettings, keyspace: str | None = None, timeout: f
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=timeout,
         control_connection_timeout=timeout,
-        protocol_version=5,
+        # v4, not v5: the driver's v5 segment reader (3.30.1) once lost its place in a local ring's reply
+        # ("CRC mismatch on header 33c2da. Received 85": the CRC it read was the next frame's v5 header byte),
+        # failing a connect that v4's unsegmented frames cannot fail that way. Cassandra 5.0 serves v4 in full.
+        protocol_version=4,
     )
     try:
         session = cluster.connect()
