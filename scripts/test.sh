@@ -2,10 +2,10 @@
 # The tests, against a real local Cassandra node (started by the pytest session fixture on port 19042 and stopped at
 # the end), real Spark and real Airflow. Extra arguments go to pytest.
 #   scripts/test.sh              lint, then the suite (tests/unit, tests/integration, tests/dags) without the
-#                                end-to-end stories
+#                                end-to-end stories, in JAMES_TEST_WORKERS pytest-xdist workers (2; 0: one process)
 #   scripts/test.sh end-to-end   the end-to-end stories (several Airflow runs, James's harness, the UI, live traffic,
 #                                the bench), then the cluster layer (tests/cluster: a local 3-node ring and a Spark
-#                                standalone cluster, in a pytest session of its own)
+#                                standalone cluster, in a pytest session of its own), each in one process
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -25,10 +25,18 @@ run() {
   return $status
 }
 
+workers="${JAMES_TEST_WORKERS:-2}"
+parallel=()
+if [ "$workers" -gt 0 ]; then
+  # A whole test file per worker: its module fixtures (e.g. keyspaces James seeded) are built once. Not loadgroup:
+  # pytest-xdist 3.8 groups by rewriting a test's node id, which pytest 9 no longer reads.
+  parallel=(-n "$workers" --dist loadfile)
+fi
+
 if [ "$layer" = "suite" ]; then
   ruff check .
   ruff format --check .
-  run suite -m "not end_to_end" "$@"
+  run suite -m "not end_to_end" "${parallel[@]}" "$@"
 else
   status=0
   run end-to-end -m end_to_end "$@" || status=$?

@@ -1,8 +1,10 @@
 """Shared fixtures: one real local Cassandra node per test session, a fresh keyspace per test module, real Spark."""
 
+import fcntl
 import logging
 import os
 import shutil
+import subprocess
 import time
 import uuid
 
@@ -28,6 +30,27 @@ os.environ.setdefault("SPARK_SHUFFLE_PARTITIONS", "2")
 
 SESSION_STARTED = time.time()
 
+# `make test` runs the suite in pytest-xdist workers (scripts/test.sh). Each worker has a test node and an Airflow
+# home of its own: schema changes on one node from two processes at once race (a table just created is not yet known
+# to the other's next read), and two processes on one SQLite metadata database lock each other out.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+WORKER_INDEX = int(WORKER.removeprefix("gw")) if WORKER else 0
+if WORKER_INDEX:
+    os.environ["AIRFLOW_HOME"] = str(LOCAL_DIR / f"airflow-{WORKER}")
+# Test files that run one at a time, because they share something of the machine (pytest-xdist sends a whole test
+# file to one worker, `--dist loadfile`; a file of a group holds the group's lock while it runs):
+ONE_AT_A_TIME = {
+    # Cassandra JVMs other than the test node, started, stopped or counted (two of them share the secondary node's
+    # ports; the bench's guard test counts the JVMs that run);
+    "test_security.py": "local-cassandra-jvms",
+    "test_cassandra_node.py": "local-cassandra-jvms",
+    "test_cli_errors.py": "local-cassandra-jvms",
+    "test_node_faults.py": "local-cassandra-jvms",
+    # `airflow standalone`, whose scheduler serves task logs on Airflow's fixed log-server ports (8793, 8794).
+    "test_install.py": "airflow-standalone",
+    "test_airflow_ui.py": "airflow-standalone",
+}
+
 
 def pytest_sessionfinish(session, exitstatus):
     """Every run report the session's runs wrote (jobs, DAG runs, the command line) validated against the published
@@ -52,6 +75,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"TEST NODE DOWN: {terminalreporter.config.stash[NODE_DOWN]}", red=True)
 
 
+def pytest_configure(config):
+    if WORKER_INDEX:
+        from james_consistency.paths import PROJECT_ROOT
+
+        subprocess.run([str(PROJECT_ROOT / "scripts" / "airflow-init.sh")], check=True)
+
+
 def pytest_unconfigure(config):
     # py4j closes its gateway connections at interpreter exit, after pytest closed the streams its log handler holds:
     # its "Closing down clientserver connection" would print a "Logging error" traceback under a green run.
@@ -59,10 +89,10 @@ def pytest_unconfigure(config):
 
 
 TEST_NODE = LocalNode(
-    home=LOCAL_DIR / "test-cassandra",
-    native_port=setting("JAMES_TEST_CASSANDRA_PORT"),
-    storage_port=setting("JAMES_TEST_CASSANDRA_STORAGE_PORT"),
-    jmx_port=setting("JAMES_TEST_CASSANDRA_JMX_PORT"),
+    home=LOCAL_DIR / ("test-cassandra" + (f"-{WORKER}" if WORKER_INDEX else "")),
+    native_port=setting("JAMES_TEST_CASSANDRA_PORT") + 100 * WORKER_INDEX,
+    storage_port=setting("JAMES_TEST_CASSANDRA_STORAGE_PORT") + 100 * WORKER_INDEX,
+    jmx_port=setting("JAMES_TEST_CASSANDRA_JMX_PORT") + 100 * WORKER_INDEX,
     heap="1G",
     skip_sync=True,
 )
@@ -102,6 +132,25 @@ def cassandra_node():
     yield TEST_NODE
     if started_here and not setting("JAMES_TEST_KEEP_NODE"):
         TEST_NODE.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_at_a_time(request):
+    """The lock of the file's ONE_AT_A_TIME group, when workers run files side by side."""
+    group = ONE_AT_A_TIME.get(request.path.name)
+    if not WORKER or group is None:
+        yield
+        return
+    with (LOCAL_DIR / f"tests-{group}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=bool(WORKER))
+def worker_node_first(request):
+    """A worker starts its node before its first test: no test that counts the local Cassandra JVMs sees a worker's
+    node start in the middle (tests/integration/test_cli_errors.py, the bench's guard)."""
+    request.getfixturevalue("cassandra_node")
 
 
 @pytest.fixture(scope="session")

@@ -482,7 +482,7 @@ _TEST_SUITE = (
         "JAMES_TEST_CASSANDRA_PORT",
         "int",
         19042,
-        "CQL port of the test session's Cassandra node.",
+        "CQL port of the test session's Cassandra node (a pytest-xdist worker N > 0 adds 100 x N to the node's ports).",
         _TESTS,
     ),
     Setting(
@@ -497,6 +497,13 @@ _TEST_SUITE = (
         "int",
         17199,
         "JMX port of the test session's node.",
+        _TESTS,
+    ),
+    Setting(
+        "JAMES_TEST_WORKERS",
+        "int",
+        2,
+        "pytest-xdist workers of `make test`, each with a test node and an Airflow home of its own; 0: one process.",
         _TESTS,
     ),
     Setting(
