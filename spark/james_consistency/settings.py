@@ -503,7 +503,8 @@ _TEST_SUITE = (
         "JAMES_TEST_WORKERS",
         "int",
         2,
-        "pytest-xdist workers of `make test`, each with a test node and an Airflow home of its own; 0: one process.",
+        "pytest-xdist workers of `make test` and of the end-to-end stories, each with a test node and an Airflow "
+        "home of its own; 0: one process.",
         _TESTS,
     ),
     Setting(
