@@ -4,8 +4,8 @@
 #   scripts/test.sh              lint, then the suite (tests/unit, tests/integration, tests/dags) without the
 #                                end-to-end stories, in JAMES_TEST_WORKERS pytest-xdist workers (2; 0: one process)
 #   scripts/test.sh end-to-end   the end-to-end stories (several Airflow runs, James's harness, the UI, live traffic,
-#                                the bench) in the same workers, then the cluster layer (tests/cluster: a local 3-node
-#                                ring and a Spark standalone cluster, in a pytest session of its own, one process)
+#                                the bench) and the cluster layer (tests/cluster: a local 3-node ring and a Spark
+#                                standalone cluster, scheduled first), in the same workers
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -38,8 +38,5 @@ if [ "$layer" = "suite" ]; then
   ruff format --check .
   run suite -m "not end_to_end" "${parallel[@]}" "$@"
 else
-  status=0
-  run end-to-end -m end_to_end "${parallel[@]}" "$@" || status=$?
-  run cluster tests/cluster "$@" || status=$?
-  exit $status
+  run end-to-end -m end_to_end "${parallel[@]}" tests/cluster tests/unit tests/integration tests/dags "$@"
 fi

@@ -1,5 +1,6 @@
 """Shared fixtures: one real local Cassandra node per test session, a fresh keyspace per test module, real Spark."""
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -42,13 +43,15 @@ if WORKER_INDEX:
 ONE_AT_A_TIME = {
     # Cassandra JVMs other than the test node, started, stopped or counted (two of them share the secondary node's
     # ports; the bench's guard test counts the JVMs that run);
-    "test_security.py": "local-cassandra-jvms",
-    "test_cassandra_node.py": "local-cassandra-jvms",
-    "test_cli_errors.py": "local-cassandra-jvms",
-    "test_node_faults.py": "local-cassandra-jvms",
-    # `airflow standalone`, whose scheduler serves task logs on Airflow's fixed log-server ports (8793, 8794).
-    "test_install.py": "airflow-standalone",
-    "test_airflow_ui.py": "airflow-standalone",
+    "test_security.py": ("local-cassandra-jvms",),
+    "test_cassandra_node.py": ("local-cassandra-jvms",),
+    "test_cli_errors.py": ("local-cassandra-jvms",),
+    "test_node_faults.py": ("local-cassandra-jvms",),
+    # `airflow standalone`, whose scheduler serves task logs on Airflow's fixed log-server ports (8793, 8794); the
+    # kit's Spark standalone cluster (port 7077), started and stopped by the module that uses it.
+    "test_install.py": ("airflow-standalone", "spark-standalone"),
+    "test_airflow_ui.py": ("airflow-standalone",),
+    "test_ring_repairs.py": ("spark-standalone",),
 }
 
 
@@ -136,13 +139,16 @@ def cassandra_node():
 
 @pytest.fixture(scope="module", autouse=True)
 def one_at_a_time(request):
-    """The lock of the file's ONE_AT_A_TIME group, when workers run files side by side."""
-    group = ONE_AT_A_TIME.get(request.path.name)
-    if not WORKER or group is None:
+    """The locks of the file's ONE_AT_A_TIME groups, when workers run files side by side (taken in name order: two
+    files never wait on each other)."""
+    groups = ONE_AT_A_TIME.get(request.path.name, ())
+    if not WORKER or not groups:
         yield
         return
-    with (LOCAL_DIR / f"tests-{group}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with contextlib.ExitStack() as held:
+        for group in sorted(groups):
+            lock = held.enter_context((LOCAL_DIR / f"tests-{group}.lock").open("w"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 

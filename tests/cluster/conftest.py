@@ -1,9 +1,10 @@
 """The cluster layer: a local 3-node Cassandra ring (.local/ring, CQL port 29242 on 127.0.0.1..3) and a local Spark
 standalone cluster (spark://127.0.0.1:7077, workers on .local/worker-venv's Python, without this project).
 
-Both are started by the same code as `james-consistency cassandra start --nodes 3` / `spark start`, and stopped at
-the end of the session unless they were already running (or CLUSTER_TEST_KEEP=1). The shared test node (19042)
-is not touched.
+Both are started by the same code as `james-consistency cassandra start --nodes 3` / `spark start`, and stopped
+after the layer's module unless they were already running (or CLUSTER_TEST_KEEP=1): `make test-end-to-end` runs it in
+a worker beside the end-to-end stories, one of which uses the same Spark cluster in turn (ONE_AT_A_TIME). The test
+nodes are not touched.
 """
 
 import os
@@ -23,7 +24,7 @@ RING = LocalRing(size=3)
 CONTACT = "127.0.0.1"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ring():
     started_here = not RING.running()
     RING.start()
@@ -32,7 +33,7 @@ def ring():
         RING.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_standalone():
     started_here = spark_cluster.alive_workers() == 0
     spark_cluster.start()
@@ -41,12 +42,12 @@ def spark_standalone():
         spark_cluster.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ring_settings(ring) -> CassandraSettings:
     return CassandraSettings(host=CONTACT, port=ring.native_port)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ring_cql(ring_settings):
     session = connect(ring_settings)
     yield session
