@@ -8,8 +8,6 @@ nodes are not touched.
 """
 
 import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -17,11 +15,8 @@ from pathlib import Path
 import pytest
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency_kit import spark_cluster
-from james_consistency_kit.cassandra_node import RING_DATACENTER, LocalRing
-
-RING = LocalRing(size=3)
-# Node 1 is the clients' contact point (cql.connect takes one host); the tests stop nodes 2 and 3.
-CONTACT = "127.0.0.1"
+from james_consistency_kit.cassandra_node import RING_DATACENTER
+from support.ring import CONTACT, RING, cli
 
 
 @pytest.fixture(scope="module")
@@ -52,26 +47,6 @@ def ring_cql(ring_settings):
     session = connect(ring_settings)
     yield session
     close(session)
-
-
-def cli_environment(ring: LocalRing, master: str | None = None) -> dict[str, str]:
-    environment = {**os.environ, "CASSANDRA_HOST": CONTACT, "CASSANDRA_PORT": str(ring.native_port)}
-    if master:
-        environment.update(SPARK_MASTER=master, SPARK_LOCAL_IP="127.0.0.1")
-    else:
-        environment.pop("SPARK_MASTER", None)
-    return environment
-
-
-def cli(ring: LocalRing, *arguments: str, master: str | None = None, timeout: float = 600):
-    return subprocess.run(
-        [sys.executable, "-m", "james_consistency_kit.cli", *arguments],
-        env=cli_environment(ring, master),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

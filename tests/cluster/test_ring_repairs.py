@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
-from conftest import CONTACT, cli, cli_environment
 from james_consistency.cli import job_log
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
+from support.ring import CONTACT, cli, cli_environment
 
 # `make test-end-to-end` runs the cluster layer with the stories, in their workers.
 pytestmark = pytest.mark.end_to_end
