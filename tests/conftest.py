@@ -139,8 +139,8 @@ def cassandra_node():
 
 @pytest.fixture(scope="module", autouse=True)
 def one_at_a_time(request):
-    """The locks of the file's ONE_AT_A_TIME groups, when workers run files side by side (taken in name order: two
-    files never wait on each other)."""
+    """The locks of the file's ONE_AT_A_TIME groups, when workers run files side by side (taken in name order, so two
+    files never each hold a lock the other waits for)."""
     groups = ONE_AT_A_TIME.get(request.path.name, ())
     if not WORKER or not groups:
         yield
