@@ -13,6 +13,7 @@ import pytest
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.settings import setting
+from james_consistency_kit import spark_cluster
 from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.processes import port_open
 
@@ -135,6 +136,18 @@ def cassandra_node():
     yield TEST_NODE
     if started_here and not setting("JAMES_TEST_KEEP_NODE"):
         TEST_NODE.stop()
+
+
+@pytest.fixture(scope="module")
+def spark_standalone():
+    """The kit's standalone cluster (a master and two workers), stopped after the module if the module started it
+    (unless CLUSTER_TEST_KEEP=1). Its modules (test_install, the cluster layer) hold the `spark-standalone` lock from
+    start to stop: one never stops it under the other."""
+    started_here = spark_cluster.alive_workers() == 0
+    spark_cluster.start()
+    yield spark_cluster.MASTER_URL
+    if started_here and os.environ.get("CLUSTER_TEST_KEEP") != "1":
+        spark_cluster.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency_kit import spark_cluster
 from james_consistency_kit.cassandra_node import RING_DATACENTER
 from support.ring import CONTACT, RING, cli
 
@@ -26,15 +25,6 @@ def ring():
     yield RING
     if started_here and os.environ.get("CLUSTER_TEST_KEEP") != "1":
         RING.stop()
-
-
-@pytest.fixture(scope="module")
-def spark_standalone():
-    started_here = spark_cluster.alive_workers() == 0
-    spark_cluster.start()
-    yield spark_cluster.MASTER_URL
-    if started_here and os.environ.get("CLUSTER_TEST_KEEP") != "1":
-        spark_cluster.stop()
 
 
 @pytest.fixture(scope="module")

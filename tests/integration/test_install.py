@@ -211,17 +211,6 @@ def _install(python: str, wheel: Path, root: Path) -> Install:
     return installed
 
 
-@pytest.fixture(scope="module")
-def spark_standalone():
-    """The kit's standalone cluster (a master and two workers); stopped after the module if it started it (the
-    cluster layer's module, in another worker, uses the same cluster: ONE_AT_A_TIME)."""
-    started_here = spark_cluster.alive_workers() == 0
-    spark_cluster.start()
-    yield spark_cluster.MASTER_URL
-    if started_here:
-        spark_cluster.stop()
-
-
 def listed(stdout: str):
     """The JSON an `airflow ... -o json` printed after its warnings."""
     return json.loads(next(line for line in stdout.splitlines() if line.startswith("[")))
