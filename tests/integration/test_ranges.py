@@ -6,6 +6,7 @@ ranges journalled; the next run of the same target and keyspace scans only the o
 """
 
 import time
+from pathlib import Path
 
 import pytest
 from james_consistency.engine.ranges import (
@@ -37,6 +38,21 @@ def journal(cql, keyspace):
         (keyspace,),
     )
     return [row for row in rows if row.table_name is not None]
+
+
+def kept_columns(spark, cql, keyspace) -> dict[str, list[str]]:
+    """The columns of the rows the journalled cycle keeps in its work folder, per table."""
+    work_dir = (
+        cql.execute(
+            "SELECT work_dir FROM james_consistency.run_ranges "
+            "WHERE target = 'messages' AND keyspace_name = %s LIMIT 1",
+            (keyspace,),
+        )
+        .one()
+        .work_dir
+    )
+    folders = sorted(Path(work_dir, "tables").iterdir())
+    return {folder.name.split("-")[0]: spark.read.parquet(str(folder)).columns for folder in folders}
 
 
 @pytest.mark.parametrize("generation", ["3.9", "3.5"])
@@ -187,6 +203,12 @@ def test_a_window_that_ends_part_way_fixes_what_its_finished_ranges_decide(
     after = projection(cql, keyspace)
     assert {mailbox for mailbox in mailboxes if (mailbox, 1) in after} == decided
     assert all((mailbox, 900) in after for mailbox in mailboxes), "no orphan deleted before the ring is scanned"
+    # What is kept for the next run: keys, a digest of the values, and the columns the candidates and the truth's
+    # health figures read; not whole rows.
+    assert kept_columns(spark, cql, keyspace) == {
+        "imapuidtable": ["mailboxid", "uid", "messageid", "modseq", "__digest", "range_index"],
+        "messageidtable": ["mailboxid", "uid", "messageid", "__digest", "range_index"],
+    }
 
     resumed = run(spark, cassandra_settings, keyspace)
 

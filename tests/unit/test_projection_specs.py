@@ -79,6 +79,15 @@ def test_a_well_formed_spec_builds():
         (lambda: _spec(sample=Sample(("nowhere",))), "neither projection nor hint columns"),
         (lambda: _spec(unreadable=UnreadableTruth(lambda truth: truth, "mailbox")), "not a projection column"),
         (lambda: _spec(writing=Writing(group_columns=("root",))), "are not projection columns"),
+        (lambda: _spec(mirrored_truth=True), "health names the truth columns it reads"),
+        (
+            lambda: _spec(mirrored_truth=True, health=TruthHealth("suite", columns=("elsewhere",))),
+            r"reads \(not \['elsewhere'\]\)",
+        ),
+        (
+            lambda: _spec(mirrored_truth=True, truth=Truth("truth", read=lambda read: None)),
+            "one table holding every projection column",
+        ),
     ],
 )
 def test_a_contradictory_spec_fails_when_built(build, complaint):

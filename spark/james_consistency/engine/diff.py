@@ -59,14 +59,26 @@ def digested(
     are (UNHASHED_TYPES).
     """
     frame = normalize_empty_collections(frame)
-    types = dict(frame.dtypes)
-    as_is = tuple(name for name in value_columns if any(word in types[name] for word in UNHASHED_TYPES))
+    as_is = _unhashed(frame, value_columns)
     hashed = [name for name in value_columns if name not in as_is]
     if not hashed:
         return frame.select(*key, *dict.fromkeys((*carried, *as_is))), as_is
     parts = [part for name in hashed for part in (F.col(name).isNull(), F.col(name))]
     narrow = frame.select(*key, *dict.fromkeys((*carried, *as_is)), F.xxhash64(*parts).alias(DIGEST))
     return narrow, (DIGEST, *as_is)
+
+
+def compared_by(narrow: DataFrame, value_columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns to compare rows `digested` already narrowed by: what `digested` returned with them."""
+    as_is = _unhashed(narrow, value_columns)
+    return (DIGEST, *as_is) if DIGEST in narrow.columns else as_is
+
+
+def _unhashed(frame: DataFrame, value_columns: tuple[str, ...]) -> tuple[str, ...]:
+    types = dict(frame.dtypes)
+    return tuple(
+        name for name in value_columns if name in types and any(word in types[name] for word in UNHASHED_TYPES)
+    )
 
 
 def compare(

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from james_consistency import gates
 from james_consistency.engine import apply, joined, projection_scan, reports
 from james_consistency.engine.candidates import SAMPLED
-from james_consistency.engine.diff import KINDS, MISSING, ORPHAN, OUTDATED
+from james_consistency.engine.diff import DIGEST, KINDS, MISSING, ORPHAN, OUTDATED
 from james_consistency.engine.live import now_micros
 from james_consistency.engine.run import Run, Scan, gate, reason, reconcile
 from james_consistency.engine.spec import ProjectionSpec, Repair
@@ -96,7 +96,7 @@ class ProjectionRepair(Repair):
 
     def problem_sample(self, truth: DataFrame, size: int) -> list[dict]:
         """A few truth rows the health gate objects to (a second, filtered scan, only when the gate failed)."""
-        rows = truth.where(self.spec.health.problem()).limit(min(size, 20)).collect()
+        rows = truth.where(self.spec.health.problem()).drop(DIGEST).limit(min(size, 20)).collect()
         return json.loads(json.dumps([row.asDict() for row in rows], default=str))
 
     def describe_truth(self, run: Run, scanned: Scan) -> None:
@@ -178,6 +178,8 @@ class ProjectionRepair(Repair):
             truth_consistency=context.truth_consistency,
         )
         reads_from = now_micros()
+        import time
+
         try:
             projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
             joined.with_live_projection(candidates, live, spec.projection).write.mode("overwrite").parquet(

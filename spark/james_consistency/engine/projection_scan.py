@@ -15,8 +15,16 @@ from pyspark.sql import functions as F
 
 from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import candidates_by_key, with_sample
-from james_consistency.engine.diff import KINDS, ORPHAN, compare, digested, plan_metrics
-from james_consistency.engine.ranges import Journal, RangedScan, Window, WindowEnded, in_ranges, partition_key
+from james_consistency.engine.diff import KINDS, ORPHAN, compare, compared_by, digested, plan_metrics
+from james_consistency.engine.ranges import (
+    Journal,
+    RangedScan,
+    ScannedTable,
+    Window,
+    WindowEnded,
+    in_ranges,
+    partition_key,
+)
 from james_consistency.engine.run import Run, Scan
 from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.engine.tables import read_table
@@ -41,7 +49,8 @@ def scan(run: Run) -> Scan:
     projection = _read_projection(run)
     truth_health = Observation(f"truth-{run.run_id}")
     observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
-    compared = diff_with_truth(spec, observed_truth, projection, decided)
+    kept_as_digests = run.ranged is not None and spec.mirrored_truth
+    compared = diff_with_truth(spec, observed_truth, projection, decided, kept_as_digests)
     unreadable, unreadable_errors = 0, []
     if spec.unreadable is not None:
         compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
@@ -98,28 +107,44 @@ def _scan_ranges(run: Run):
         run.ranged.scan(tables)
         return None
     except WindowEnded:
-        projection_table, projection_like = tables[-1]
-        done = run.ranged.done_ranges(projection_table, projection_like)
-        if not (spec.truth.partition_local and done and run.ranged.done_ranges(*tables[0])):
+        done = run.ranged.done_ranges(tables[-1])
+        if not (spec.truth.partition_local and done and run.ranged.done_ranges(tables[0])):
             raise
-    key = [name.strip('"') for name in partition_key(run.settings, run.keyspace, projection_table)]
+    key = [name.strip('"') for name in partition_key(run.settings, run.keyspace, spec.projection_table)]
     key_types = {column: spec.projection.cql_types[column] for column in key}
     run.report["decidedByFinishedRanges"] = True
     log.warning("window ended: fixing what %d finished ranges decide; the rest waits for the cycle's end", len(done))
     return lambda expected: in_ranges(expected, key_types, run.ranged.count, done)
 
 
-def _tables_read(run: Run) -> list[tuple[str, DataFrame]]:
-    """Every (table, columns as a lazy connector read) the run's truth and projection read, the projection last."""
+def _tables_read(run: Run) -> list[ScannedTable]:
+    """Every table the run's truth and projection read, as a ranged scan reads and keeps it, the projection last."""
     tables = []
 
     def record(table: str, columns: tuple[str, ...]) -> DataFrame:
-        tables.append((table, read_table(run.spark, run.keyspace, table, columns)))
-        return tables[-1][1]
+        tables.append(_scanned(run, table, read_table(run.spark, run.keyspace, table, columns)))
+        return tables[-1].source
 
     run.repair.spec.truth.scan(record)
     record(run.repair.spec.projection_table, run.repair.spec.columns)
     return tables
+
+
+def _scanned(run: Run, table: str, source: DataFrame) -> ScannedTable:
+    """A table of the ranged scan: whole rows kept, or, for a mirrored truth, the digested rows the diff compares,
+    with the columns the candidates (and, of the truth, the health figures) read."""
+    spec = run.repair.spec
+    if not spec.mirrored_truth:
+        return ScannedTable(table, source)
+    carried = spec.diff_carried_columns
+    if table == spec.truth.table:
+        carried = (*carried, *spec.health.columns)
+    carried = tuple(column for column in dict.fromkeys(carried) if column not in spec.key)
+
+    def keep(rows: DataFrame, passthrough: tuple[str, ...]) -> DataFrame:
+        return digested(rows, (*passthrough, *spec.key), spec.value_columns, carried)[0]
+
+    return ScannedTable(table, source, keep)
 
 
 def _ranged_scan(run: Run) -> RangedScan:
@@ -140,7 +165,7 @@ def _ranged_scan(run: Run) -> RangedScan:
 def _read(run: Run, table: str, columns: tuple[str, ...]) -> DataFrame:
     """A table as the run reads it: a connector scan, or, in a ranged scan, the rows its ranges kept."""
     connector_scan = read_table(run.spark, run.keyspace, table, columns)
-    return run.ranged.table(table, connector_scan) if run.ranged else connector_scan
+    return run.ranged.table(_scanned(run, table, connector_scan)) if run.ranged else connector_scan
 
 
 def _read_projection(run: Run) -> DataFrame:
@@ -150,19 +175,26 @@ def _read_projection(run: Run) -> DataFrame:
     return spec.projection.view(projection) if spec.projection.view is not None else projection
 
 
-def diff_with_truth(spec: ProjectionSpec, truth: DataFrame, projection: DataFrame, decided=None) -> DataFrame:
+def diff_with_truth(
+    spec: ProjectionSpec, truth: DataFrame, projection: DataFrame, decided=None, kept_as_digests: bool = False
+) -> DataFrame:
     """The projection the truth derives, compared with the one scanned, key by key. With `decided` (a filter of the
     expected rows whose projection partition was scanned), only what a part of the ring decides: missing and
-    outdated rows there; an orphan's truth may lie in a part not scanned yet."""
-    equivalent = spec.projection.equivalent
-    expected = spec.derive(truth) if decided is None else decided(spec.derive(truth))
-    if equivalent is not None:  # an equivalence reads the values themselves
-        compared = compare(expected, projection, spec.key, spec.value_columns, equivalent())
+    outdated rows there; an orphan's truth may lie in a part not scanned yet. `kept_as_digests`: both sides are
+    the digested rows a ranged scan of a mirrored truth kept, the truth's rows already the expected ones."""
+    in_decided = decided or (lambda expected: expected)
+    if kept_as_digests:
+        by = compared_by(projection, spec.value_columns)
+        expected = truth.select(*spec.key, *spec.diff_carried_columns, *by)
+        compared = compare(in_decided(expected), projection, spec.key, by)
+    elif spec.projection.equivalent is not None:  # an equivalence reads the values themselves
+        expected = in_decided(spec.derive(truth))
+        compared = compare(expected, projection, spec.key, spec.value_columns, spec.projection.equivalent())
     else:
         carried = spec.diff_carried_columns
-        expected, compared_by = digested(expected, spec.key, spec.value_columns, carried)
+        expected, by = digested(in_decided(spec.derive(truth)), spec.key, spec.value_columns, carried)
         projection, _ = digested(projection, spec.key, spec.value_columns, carried)
-        compared = compare(expected, projection, spec.key, compared_by)
+        compared = compare(expected, projection, spec.key, by)
     return compared if decided is None else compared.where(F.col("kind").isNull() | (F.col("kind") != ORPHAN))
 
 

@@ -3,7 +3,8 @@
 The ring (Murmur3) is split into N contiguous token ranges. Every table a run reads is scanned range by range in the
 executors (one Spark task per range: a paged `SELECT ... WHERE token(pk) > ? AND token(pk) <= ?` at the truth's
 consistency, read on the JVM side through the connector's sessions by spark/jvm's TokenRangeScan), each finished batch
-of ranges is written as parquet to the cycle's work folder, and each of its ranges is journalled as done in
+of ranges is written as parquet to the cycle's work folder (whole rows, or what the run keeps of them: see
+ScannedTable), and each of its ranges is journalled as done in
 `james_consistency.run_ranges`. A run killed mid-way, or stopped at its window's end, leaves
 its finished ranges done: the next run of the same target and keyspace scans only the others (`fresh` starts over).
 The tables are scanned in lockstep, a batch of ranges of each in turn, so that a window that ends part-way leaves the
@@ -22,6 +23,7 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -292,6 +294,23 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 
 # ---- scanning one table in ranges -----------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class ScannedTable:
+    """A table a ranged scan reads: `source`, a lazy connector read giving the columns read, and `keep`, what of
+    each row the cycle's work folder keeps (`keep(rows, passthrough)`: `passthrough` columns, such as the range index,
+    kept as they are; the default keeps whole rows)."""
+
+    name: str
+    source: DataFrame
+    keep: Callable[[DataFrame, tuple[str, ...]], DataFrame] = lambda rows, passthrough: rows
+
+    @property
+    def kept(self) -> DataFrame:
+        """The kept rows' columns, as a lazy frame."""
+        return self.keep(self.source, ())
+
+
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
 TOKEN_CLASS = "org.james.consistency.PartitionToken"
 
@@ -385,48 +404,46 @@ class RangedScan:
             " (resumed)" if resumed else "",
         )
 
-    def _name(self, table: str, like: DataFrame) -> str:
-        return f"{table.lower()}-{hashlib.sha1(','.join(like.columns).encode()).hexdigest()[:8]}"
+    def _name(self, table: ScannedTable) -> str:
+        # The kept columns name the folder: rows kept in another form by an older run are not mixed with these.
+        columns = ",".join(table.kept.columns)
+        return f"{table.name.lower()}-{hashlib.sha1(columns.encode()).hexdigest()[:8]}"
 
     def _location(self, name: str) -> str:
         return f"{self.work_dir}/tables/{name}"
 
-    @staticmethod
-    def _schema(like: DataFrame) -> T.StructType:
-        return with_range_index(like.schema)
-
-    def scan(self, tables: list[tuple[str, DataFrame]]) -> None:
-        """Scan every table's unfinished ranges (`tables`: name and a lazy connector read giving the columns), a batch
-        of ranges of each table in turn. WindowEnded when the window ends first."""
+    def scan(self, tables: list[ScannedTable]) -> None:
+        """Scan every table's unfinished ranges, a batch of ranges of each table in turn. WindowEnded when the window
+        ends first."""
         self.progress.total = self.count * max(self.declared, len(tables))
         batch_size = max(self.spark.sparkContext.defaultParallelism, 1) * 2
         self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
         bounds = token_ranges(self.count)
-        names = [self._name(table, like) for table, like in tables]
+        names = [self._name(table) for table in tables]
+        keys = {table.name: partition_key(self.settings, self.keyspace, table.name) for table in tables}
         try:
             for first in range(0, self.count, batch_size):
-                for (table, like), name in zip(tables, names, strict=True):
+                for table, name in zip(tables, names, strict=True):
                     done = self.done.setdefault(name, set())
                     batch = [(index, *bounds[index]) for index in range(first, min(first + batch_size, self.count))]
                     batch = [item for item in batch if item[0] not in done]
                     if batch:
-                        self._scan_batch(table, like, batch)
+                        self._scan_batch(table, name, keys[table.name], batch)
         finally:
             self.progress.per_table = {name: len(self.done.get(name, ())) for name in names}
         if self.progress.done < self.progress.total:  # the range budget ran out within the last batch
             self.progress.window_ended = True
             raise WindowEnded(self.progress)
 
-    def _scan_batch(self, table: str, like: DataFrame, batch: list[tuple[int, int, int]]) -> None:
+    def _scan_batch(self, table: ScannedTable, name: str, key: list[str], batch: list[tuple[int, int, int]]) -> None:
         if self.window.ended(self.progress.scanned):
             self.progress.window_ended = True
             raise WindowEnded(self.progress)
         if self.window.max_ranges is not None:
             batch = batch[: self.window.max_ranges - self.progress.scanned]
-        name = self._name(table, like)
         location = self._location(name)
-        key = partition_key(self.settings, self.keyspace, table)
-        rows = read_ranges(self.spark, self.keyspace, table, like.schema, key, batch, self.consistency)
+        read = read_ranges(self.spark, self.keyspace, table.name, table.source.schema, key, batch, self.consistency)
+        rows = table.keep(read, ("range_index",))
         indexes = [index for index, _, _ in batch]
         # Each range's row count, measured by the write itself (no second read of what it wrote).
         counted = Observation(f"{name}-{indexes[0]}-{uuid.uuid4().hex[:8]}")
@@ -439,15 +456,16 @@ class RangedScan:
         self.progress.done += len(batch)
         self.progress.scanned += len(batch)
 
-    def table(self, table: str, like: DataFrame) -> DataFrame:
-        """The rows the finished ranges of the table kept (the columns of `like`): all of it once the scan is done."""
-        location = self._location(self._name(table, like))
+    def table(self, table: ScannedTable) -> DataFrame:
+        """The rows the finished ranges of the table kept (the columns of `table.kept`): all of it once the scan is
+        done."""
+        location, kept = self._location(self._name(table)), table.kept
         if not work_folder.exists(self.spark, location):
-            return self.spark.createDataFrame([], like.schema)
-        return self.spark.read.schema(self._schema(like)).parquet(location).drop("range_index")
+            return self.spark.createDataFrame([], kept.schema)
+        return self.spark.read.schema(with_range_index(kept.schema)).parquet(location).drop("range_index")
 
-    def done_ranges(self, table: str, like: DataFrame) -> set[int]:
-        return set(self.done.get(self._name(table, like), set()))
+    def done_ranges(self, table: ScannedTable) -> set[int]:
+        return set(self.done.get(self._name(table), set()))
 
     @property
     def finished(self) -> bool:

@@ -183,8 +183,10 @@ class Scan:
 @contextmanager
 def stage(run: Run, name: str):
     """A stage whose infrastructure failure ends the run with a report naming the stage (RunFailed)."""
+    started = time.perf_counter()
     try:
         yield
+        log.info("%s: %.1f s", name, time.perf_counter() - started)
     except (OperatorError, GateFailed, WindowEnded, RunFailed):
         raise
     except Exception as error:  # noqa: BLE001 - Spark and connector errors, named in one line

@@ -127,6 +127,8 @@ class TruthHealth:
     suite: str
     metrics: Callable[[], list[Column]] = lambda: []
     problem: Callable[[], Column] = lambda: F.lit(False)
+    # The truth columns the metrics read: what a scan that keeps only digests of the truth keeps beside them.
+    columns: tuple[str, ...] = ()
 
     def __post_init__(self):
         _require(bool(self.suite), "truth health needs its expectation suite")
@@ -211,9 +213,15 @@ class ProjectionSpec:
     unreadable: UnreadableTruth | None = None
     writing: Writing = Writing()
     finish_report: Callable[[dict], None] | None = None
+    # The expected projection row is the truth row itself (derive selects the projection's columns of each truth
+    # row): a scan in token ranges then keeps both tables as keys, digests and the columns the candidates and the
+    # health figures read, not whole rows.
+    mirrored_truth: bool = False
 
     def __post_init__(self):
         _require(bool(self.name), "a projection spec needs its name")
+        if self.mirrored_truth:
+            self._check_mirrored()
         columns = self.projection.columns
         hint_columns = self.hints.columns if self.hints else ()
         strange = [column for column in self.sample.columns if column not in (*columns, *hint_columns)]
@@ -223,6 +231,23 @@ class ProjectionSpec:
             _require(scope in columns, f"{self.name}: unreadable truth scoped by {scope}, not a projection column")
         ungrouped = [column for column in self.writing.group_columns if column not in columns]
         _require(not ungrouped, f"{self.name}: group columns {ungrouped} are not projection columns")
+
+    def _check_mirrored(self) -> None:
+        truth, projection = self.truth, self.projection
+        _require(
+            truth.read is None and set(projection.columns) <= set(truth.columns),
+            f"{self.name}: a mirrored truth is one table holding every projection column",
+        )
+        _require(
+            projection.view is None and projection.equivalent is None and self.unreadable is None,
+            f"{self.name}: a mirrored truth compares whole rows (no view, equivalence or unreadable truth)",
+        )
+        _require(self.hints is None or self.hints.locate is None, f"{self.name}: a mirrored truth locates nothing")
+        unread = [column for column in self.health.columns if column not in truth.columns]
+        _require(
+            bool(self.health.columns) and not unread,
+            f"{self.name}: a mirrored truth's health names the truth columns it reads (not {unread})",
+        )
 
     # The names the engine and the writers use most, read from the parts.
     @property

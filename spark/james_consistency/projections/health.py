@@ -18,9 +18,15 @@ def any_problem(problems: dict[str, Column]) -> Column:
     return reduce(lambda left, right: left | right, problems.values())
 
 
-def truth_health(suite: str, problems: Callable[[], dict[str, Column]]) -> TruthHealth:
-    """The health part of a spec: each named problem counted during the scan, judged by `suite`."""
-    return TruthHealth(suite, metrics=lambda: counted_problems(problems()), problem=lambda: any_problem(problems()))
+def truth_health(suite: str, problems: Callable[[], dict[str, Column]], columns: tuple[str, ...] = ()) -> TruthHealth:
+    """The health part of a spec: each named problem counted during the scan, judged by `suite` (`columns`: the
+    truth columns the problems read)."""
+    return TruthHealth(
+        suite,
+        metrics=lambda: counted_problems(problems()),
+        problem=lambda: any_problem(problems()),
+        columns=columns,
+    )
 
 
 def message_truth_problems() -> dict[str, Column]:
@@ -48,4 +54,6 @@ def legacy_acl_problems() -> dict[str, Column]:
     return {"null_id": F.col("id").isNull()}
 
 
-MESSAGE_TRUTH_HEALTH = truth_health("messages_truth_health", message_truth_problems)
+MESSAGE_TRUTH_HEALTH = truth_health(
+    "messages_truth_health", message_truth_problems, columns=("messageid", "mailboxid", "uid", "modseq")
+)

@@ -69,6 +69,7 @@ def message_projection(generation: str) -> ProjectionSpec:
         hints=CandidateHints(("messageid",)),
         sample=Sample(("mailboxid", "messageid", "uid"), {"mailboxid": "mailboxId", "messageid": "messageId"}),
         writing=Writing(joined_truth=joined_truth),
+        mirrored_truth=True,
     )
 
 
