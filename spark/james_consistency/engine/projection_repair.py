@@ -178,8 +178,6 @@ class ProjectionRepair(Repair):
             truth_consistency=context.truth_consistency,
         )
         reads_from = now_micros()
-        import time
-
         try:
             projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
             joined.with_live_projection(candidates, live, spec.projection).write.mode("overwrite").parquet(
