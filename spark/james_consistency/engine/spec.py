@@ -21,6 +21,7 @@ the projection's name, not at 3 a.m. in an executor.
       writing      Writing           how candidates are read and written in the executors (optionally read
                                      first by the connector's direct join)
       finish_report                  optional: adds the projection's own report fields at the end
+      mirrored_truth                 the expected row is the truth row itself: a ranged scan keeps digests, not rows
 """
 
 from abc import ABC, abstractmethod
