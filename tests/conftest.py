@@ -39,8 +39,10 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(WORKER.removeprefix("gw")) if WORKER else 0
 if WORKER_INDEX:
     os.environ["AIRFLOW_HOME"] = str(LOCAL_DIR / f"airflow-{WORKER}")
-# Test files that run one at a time, because they share something of the machine (pytest-xdist sends a whole test
-# file to one worker, `--dist loadfile`; a file of a group holds the group's lock while it runs):
+# Test files that run one at a time, because they share something of the machine: pytest-xdist sends the files that
+# share a group, transitively, to one worker as one unit of work, one file after the other (`shared_unit`), and a file
+# of a group holds the group's lock while it runs. One unit, not only a lock: a worker handed a file whose lock the
+# other worker holds would sit idle until that file ended (the install test waited 7 minutes for the cluster layer).
 ONE_AT_A_TIME = {
     # Cassandra JVMs other than the test node, started, stopped or counted (two of them share the secondary node's
     # ports; the bench's guard test counts the JVMs that run);
@@ -54,6 +56,36 @@ ONE_AT_A_TIME = {
     "test_airflow_ui.py": ("airflow-standalone",),
     "test_ring_repairs.py": ("spark-standalone",),
 }
+
+
+def shared_units(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """Each file of `groups` -> the name of its unit: files sharing a group, directly or through another file, share
+    a unit (named by its first file in name order)."""
+    units = {name: {name} for name in groups}
+    for name, shared in groups.items():
+        for other, other_shared in groups.items():
+            if set(shared) & set(other_shared) and units[name] is not units[other]:
+                merged = units[name] | units[other]
+                for member in merged:
+                    units[member] = merged
+    return {name: f"shared:{min(unit)}" for name, unit in units.items()}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, except that the files of one ONE_AT_A_TIME unit are one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    units = shared_units(ONE_AT_A_TIME)
+
+    class SharedThingsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return units.get(file.rsplit("/", 1)[-1], file)
+
+    return SharedThingsTogether(config, log)
 
 
 def pytest_sessionfinish(session, exitstatus):
