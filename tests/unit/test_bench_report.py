@@ -117,6 +117,19 @@ def test_the_latest_run_is_a_table_of_its_phases_against_the_bare_scan_and_james
     assert "on a sample keyspace of 20000" in _row(latest, "James 3.8.1's own task, at its default 100 messages/s")[-1]
 
 
+def test_a_smaller_run_published_later_leaves_the_largest_sizes_latest_figures(published, tmp_path):
+    smaller = {**messages_result("2026-11-28T10:00Z"), "keyspace": "bench_james_20000", "messages": 19_431}
+    (published / "messages-smaller.json").write_text(json.dumps(smaller))
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    latest = page_path.read_text().split("## Latest figures")[1].split("## History")[0]
+    assert "`messages-new.json`, 2026-11-28 09:30 UTC" in latest
+    assert "messages-smaller.json" not in latest
+    assert "messages-smaller.json" in page_path.read_text().split("## History")[1], "still in the history"
+
+
 def test_the_history_lists_every_run_newest_first_with_the_recorded_ones(published, tmp_path):
     page_path = tmp_path / "benchmarks.md"
 
