@@ -20,6 +20,7 @@ from james_consistency.errors import OperatorError
 # Killed processes that outlived their group's leader are reaped by init, which can take a second or two here.
 KILLED_GROUP_REAP_SECONDS = 15
 POLL_SECONDS = 0.2
+EXEC_WAIT_SECONDS = 1.0
 
 
 def alive(pid: int) -> bool:
@@ -32,14 +33,20 @@ def alive(pid: int) -> bool:
         return True
 
 
-def runs(pid: int, marker: str) -> bool:
-    """Whether the process runs and its command line holds `marker` (a reused pid is another program)."""
-    if not alive(pid):
-        return False
-    try:
-        return marker in " ".join(psutil.Process(pid).cmdline())
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+def runs(pid: int, marker: str, exec_wait_seconds: float = 0.0) -> bool:
+    """Whether the process runs and its command line holds `marker` (a reused pid is another program). A command
+    line still empty is asked again for up to `exec_wait_seconds`: a service started a moment ago may still be in
+    its exec (Popen returns before /proc shows the new command line; kernel threads never show one)."""
+    deadline = time.monotonic() + exec_wait_seconds
+    while alive(pid):
+        try:
+            command = psutil.Process(pid).cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+        if command or time.monotonic() > deadline:
+            return marker in " ".join(command)
+        time.sleep(0.01)
+    return False
 
 
 def stop_group(leader: int | subprocess.Popen, grace_seconds: float) -> None:
@@ -126,7 +133,9 @@ class DetachedService:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if runs(pid, self.marker):
+        # Waiting out an exec: taking a service started a moment ago for another program would remove its pid file
+        # while it runs.
+        if runs(pid, self.marker, exec_wait_seconds=EXEC_WAIT_SECONDS):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None

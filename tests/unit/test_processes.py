@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 
+import psutil
 from james_consistency_kit.processes import DetachedService, alive, port_bindable, wait_for_port
 
 MARKER = "james-consistency-test-service"
@@ -25,6 +26,24 @@ def test_a_started_service_runs_until_stopped_and_leaves_no_pid_file(tmp_path):
     assert not alive(pid), "stopped (a zombie its parent, this test, has not reaped yet counts as ended)"
     assert not service.pid_file.exists()
     assert service.stop(grace_seconds=5) is False, "nothing left to stop"
+
+
+def test_a_service_still_in_its_exec_is_not_taken_for_another_program(tmp_path, monkeypatch):
+    service = DetachedService(tmp_path / "service.pid", MARKER)
+    pid = service.start(_sleeper(), tmp_path / "logs" / "service.log", cwd=tmp_path)
+    real_cmdline, asked = psutil.Process.cmdline, []
+
+    def in_exec_at_first(process):
+        asked.append(process.pid)
+        return [] if len(asked) < 3 else real_cmdline(process)  # what /proc shows until the exec is done
+
+    monkeypatch.setattr(psutil.Process, "cmdline", in_exec_at_first)
+    try:
+        assert service.pid() == pid
+        assert service.pid_file.exists()
+    finally:
+        monkeypatch.undo()
+        service.stop(grace_seconds=5)
 
 
 def test_a_pid_file_naming_another_program_is_stale_and_removed(tmp_path):
