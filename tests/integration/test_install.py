@@ -6,9 +6,10 @@ and under 3.12, nothing of the repository on any path of what runs there:
   and the build refuses a wheel without the JVM jar;
 - `pip check` is clean, `james-consistency --version` names the wheel's version, a kit command names the extra;
 - an Airflow home whose DAGs folder is empty lists the eight DAGs, from the package's bundle, without import errors;
-- one message_consistency run (`airflow dags test`) repairs a keyspace James's own code broke (the kit's
-  `james-consistency james ...`, from this checkout), its Spark tasks on the kit's standalone cluster, whose
-  executors' Python lacks the package: they import the zip the installed package built at submit time;
+- one message_consistency run (`airflow dags test`) repairs a copy of a keyspace James's own code broke once for
+  the module (the kit's `james-consistency james ...`, from this checkout), its Spark tasks on the kit's standalone
+  cluster, whose executors' Python lacks the package: they import the zip the installed package built at submit
+  time;
 - an install that lost a suite names it at start-up: the command line before spark-submit, the DAG files when parsed.
 
 One virtualenv per Python version a session (uv and its cache: about 20 s each once the wheels are cached). pyspark,
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,8 @@ import pytest
 from james_consistency.package_data import JVM_JAR_NAME
 from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency.schema import create_schema
-from james_consistency_kit import spark_cluster
+from james_consistency_kit import james_harness, spark_cluster
+from support.james_platform import WRITTEN_BY_UPDATE, copy_keyspace
 from support.messages import projection, truth
 
 pytestmark = pytest.mark.end_to_end
@@ -252,7 +255,7 @@ def test_the_installed_command_line_needs_no_kit(installs, python):
 
 @pytest.mark.parametrize("python", PYTHONS)
 def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james_broke(
-    installs, python, spark_standalone, cassandra_node, cql, new_keyspace
+    installs, python, spark_standalone, cassandra_node, cql, new_keyspace, broken_by_james
 ):
     installed = installs(python)
     succeeded(installed.run("airflow", "dags", "reserialize"))
@@ -265,7 +268,8 @@ def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james
     assert list(installed.dags_folder.iterdir()) == [], "the DAGs folder holds nothing"
 
     keyspace = new_keyspace(f"install{python.replace('.', '')}")
-    broken = break_with_james(keyspace, cassandra_node.native_port, installed.root)
+    template, broken = broken_by_james
+    copy_keyspace(cql, template, keyspace, WRITTEN_BY_UPDATE[james_harness.DEFAULT_VERSION])
     started = time.time()
     conf = {"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
     tested = installed.run(
@@ -293,8 +297,18 @@ def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james
     assert_the_executors_imported_the_installed_packages_zip(installed, tested.stdout + tested.stderr, started)
 
 
+@pytest.fixture(scope="module")
+def broken_by_james(cassandra_node, cql, tmp_path_factory):
+    """A template keyspace James broke once for the module (each Python version's run repairs a copy of it: James's
+    JVM starts three times for it), and the inconsistencies James left there."""
+    template = f"install_template_{uuid.uuid4().hex[:8]}"
+    yield template, break_with_james(template, cassandra_node.native_port, tmp_path_factory.mktemp("james"))
+    cql.execute(f"DROP KEYSPACE IF EXISTS {template}", timeout=120)
+
+
 def break_with_james(keyspace: str, port: int, root: Path) -> dict[str, int]:
-    """A platform James 3.8.1 writes, then breaks through its own write paths; the inconsistencies it left."""
+    """A platform James (the harness's default version, 3.8.1) writes, then breaks through its own write paths; the
+    inconsistencies it left."""
     james = [CHECKOUT_CLI, "james"]
     on_keyspace = ["--keyspace", keyspace, "--port", str(port)]
     sizes = ["--users", "2", "--mailboxes-per-user", "2", "--messages-per-mailbox", "15"]
