@@ -2,7 +2,7 @@
 and bounds a night on separate machines by the slower side."""
 
 import pytest
-from james_consistency_kit.bench.model import Constants, Measured, Night
+from james_consistency_kit.bench.model import Constants, Measured, Night, on_a_cluster
 
 # A night's true costs: CPU seconds per row read and per candidate, on Cassandra and on Spark; seconds once.
 CASSANDRA_ROW, SPARK_ROW, CASSANDRA_CANDIDATE, SPARK_CANDIDATE, FIXED = 2e-5, 5e-5, 1e-3, 4e-3, 12.0
@@ -89,6 +89,28 @@ def test_one_bench_size_cannot_see_the_fixed_part_of_a_night():
     assert constants.fixed_seconds == 0 and constants.spark_cpu_per_row == pytest.approx(SPARK_ROW)
     night = Night(run.messages, run.candidates / run.messages, constants)
     assert night.shared(CORES)["seconds"] == pytest.approx(run.seconds - FIXED)
+
+
+def test_a_ring_is_checked_on_the_runs_of_the_machine_of_its_newest_run():
+    def on_ring(messages: int, processor: str) -> Measured:
+        figures = bench_figures(messages, messages // 100, messages // 1000)
+        figures["keyspace"] = f"bench_james_rf3_{messages}"
+        figures["cluster"] = {
+            "cassandraNodes": 3,
+            "replicationFactor": 3,
+            "sparkMaster": "spark://m:7077",
+            "executorCores": 2,
+        }
+        figures["machine"] = {"processor": processor}
+        return Measured.from_bench(figures)
+
+    oldest_first = [
+        on_ring(300_000, "an older machine"),
+        on_ring(20_000, "this machine"),
+        on_ring(100_000, "this machine"),
+    ]
+
+    assert [run.messages for run in on_a_cluster(oldest_first)] == [20_000, 100_000]
 
 
 def test_on_separate_machines_the_slower_side_bounds_the_night():

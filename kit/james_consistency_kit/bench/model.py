@@ -48,6 +48,8 @@ class Measured:
     # Where it ran: one node and local Spark (what the constants are fitted on), or a ring and a Spark cluster.
     one_node: bool = True
     where: str = ""
+    # The machine's processor: runs on another machine are not comparable (see on_a_cluster).
+    processor: str = ""
 
     @staticmethod
     def in_bench(figures: dict) -> bool:
@@ -78,6 +80,7 @@ class Measured:
             size=figures.get("keyspace", str(figures["messages"])),
             one_node=on_one_node(figures),
             where=where(figures),
+            processor=figures.get("machine", {}).get("processor", ""),
         )
 
 
@@ -234,8 +237,12 @@ def against_the_bench(constants: Constants, runs: list[Measured]) -> list[dict]:
 
 
 def on_a_cluster(measured: list[Measured]) -> list[Measured]:
-    """The newest run of each size measured on a ring and a Spark cluster (what checks the model beyond one node)."""
-    by_size = {(run.where, run.size): run for run in measured if not run.one_node}
+    """The newest run of each size measured on a ring and a Spark cluster (what checks the model beyond one node),
+    among a place's runs on the machine of its newest one (`measured` oldest first): a ring fitted on sizes run on
+    two machines, or by older code there, would mix their costs. The others stay in the page's history."""
+    on_rings = [run for run in measured if not run.one_node]
+    newest_machine = {run.where: run.processor for run in on_rings}
+    by_size = {(run.where, run.size): run for run in on_rings if run.processor == newest_machine[run.where]}
     return sorted(by_size.values(), key=lambda run: (run.where, run.messages))
 
 
