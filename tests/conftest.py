@@ -40,7 +40,7 @@ WORKER_INDEX = int(WORKER.removeprefix("gw")) if WORKER else 0
 if WORKER_INDEX:
     os.environ["AIRFLOW_HOME"] = str(LOCAL_DIR / f"airflow-{WORKER}")
 # Test files that run one at a time, because they share something of the machine: pytest-xdist sends the files that
-# share a group, transitively, to one worker as one unit of work, one file after the other (`shared_unit`), and a file
+# share a group, transitively, to one worker as one unit of work, one file after the other (`shared_units`), and a file
 # of a group holds the group's lock while it runs. One unit, not only a lock: a worker handed a file whose lock the
 # other worker holds would sit idle until that file ended (the install test waited 7 minutes for the cluster layer).
 ONE_AT_A_TIME = {
