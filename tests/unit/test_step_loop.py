@@ -1,11 +1,12 @@
 """The loop that runs re-checks on the driver's asynchronous API: rows of every page, answers of statements sent
-together in their order, transient errors retried, a counter increment never sent twice."""
+together in their order, transient errors retried, a counter increment never sent twice, the writes of re-checks
+waiting at once sent in shared batches."""
 
 import threading
 
 import pytest
-from cassandra import WriteTimeout
-from james_consistency.engine.live import Query, Together, run_steps
+from cassandra import InvalidRequest, WriteTimeout
+from james_consistency.engine.live import BATCH_STATEMENTS, Query, StepLoop, Together, Writes, run_steps
 
 
 class ScriptedSession:
@@ -83,3 +84,52 @@ def test_a_counter_increment_that_timed_out_is_not_sent_again():
     with pytest.raises(WriteTimeout):
         run_steps(session, steps())
     assert session.sent == ["increment"]
+
+
+class Batches:
+    """Stands for the unlogged batch: records the statements of each batch built; each send gets the next answer."""
+
+    def __init__(self, answers):
+        self.built: list[list[str]] = []
+        self.answers = answers
+
+    def __call__(self, writes):
+        self.built.append([name for (name, _), _ in writes])
+        return ("batch", self.answers)
+
+
+def run_writes(loop: StepLoop, names: list[str]) -> dict:
+    """Re-checks that each write an image and a row, started together; what each ended with."""
+    ended = {}
+
+    def steps(name):
+        yield Writes(((("image-" + name, []), [name]), (("row-" + name, []), [name])))
+        return "written"
+
+    for name in names:
+        loop.start(steps(name), lambda answer, error, name=name: ended.update({name: answer or repr(error)}))
+    while loop.running:
+        loop.run_once()
+    return ended
+
+
+def test_the_writes_of_re_checks_waiting_at_once_go_in_one_batch_sent_again_whole_after_a_timeout():
+    session, batches = ScriptedSession(), Batches([timeout(), (0.01, [])])
+
+    ended = run_writes(StepLoop(session, batch=batches), ["a", "b"])
+
+    assert ended == {"a": "written", "b": "written"}
+    assert session.sent == ["batch", "batch"]
+    assert batches.built == [["image-a", "row-a", "image-b", "row-b"]] * 2
+
+
+def test_a_batch_holds_at_most_its_share_of_statements_and_its_failure_is_each_of_its_re_checks_own():
+    session = ScriptedSession()
+    batches = Batches([(0.01, []), InvalidRequest("Batch too large")])
+    names = [str(number) for number in range(BATCH_STATEMENTS // 2 + 1)]
+
+    ended = run_writes(StepLoop(session, batch=batches), names)
+
+    assert [len(built) for built in batches.built] == [BATCH_STATEMENTS, 2]
+    assert {name: ended[name] for name in names[:-1]} == dict.fromkeys(names[:-1], "written")
+    assert "Batch too large" in ended[names[-1]]

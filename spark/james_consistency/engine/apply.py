@@ -20,6 +20,7 @@ from james_consistency.engine.live import (
     Query,
     RateLimiter,
     StepLoop,
+    Writes,
     executor_session,
     now_micros,
     one,
@@ -146,10 +147,10 @@ class ProjectionWriter:
         return expected
 
     def write(self, row: dict, timestamp: int, current: dict | None):
-        yield Query(self.upsert, self.upsert_values(row, timestamp))
+        yield Writes(((self.upsert, self.upsert_values(row, timestamp)),))
 
     def remove(self, key: dict, timestamp: int, current: dict | None):
-        yield Query(self.delete, [timestamp] + [key[column] for column in self.spec.key])
+        yield Writes(((self.delete, [timestamp] + [key[column] for column in self.spec.key]),))
 
 
 class UpdateWriter(ProjectionWriter):

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from cassandra.query import BatchStatement, BatchType
-
-from james_consistency.engine.live import Query, prepared
+from james_consistency.engine.live import Writes, prepared
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 
 IMAGES_TABLE = "before_images"
@@ -174,11 +172,9 @@ class Recorder:
             timestamp,
             datetime.now(UTC),
         ]
-        # One request for both (an unlogged batch): the write waits for both, as it would for two statements.
-        both = BatchStatement(BatchType.UNLOGGED, consistency_level=image_statement.consistency_level)
-        both.add(image_statement, values)
-        both.add(key_statement, [self.keyspace, table.lower(), key_json, image_id, self.run_id])
-        yield Query(both)
+        # Both in one unlogged batch (with other re-checks' writes): the write waits for both.
+        key_values = [self.keyspace, table.lower(), key_json, image_id, self.run_id]
+        yield Writes(((image_statement, values), (key_statement, key_values)))
 
 
 # ---- the run's images in its work folder, on the driver -------------------------------------------------------------

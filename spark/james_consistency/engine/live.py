@@ -2,10 +2,14 @@
 retries with backoff on transient errors, a rate limit, and the loop that runs many re-checks at once.
 
 A re-check is written as steps: a generator that yields the statements it needs (`rows = yield Query(...)`,
-`row_lists = yield Together(...)`) and returns its answer. `StepLoop` sends the statements through the driver's
-asynchronous API and carries each re-check on when its rows come back, all from the task's own thread; `run_steps`
-runs one re-check to its end. A thread per re-check, blocked on each answer, cost the Python worker about twice
-the CPU per statement.
+`row_lists = yield Together(...)`, `yield Writes(...)`) and returns its answer. `StepLoop` sends the statements
+through the driver's asynchronous API and carries each re-check on when its rows come back, all from the task's own
+thread; `run_steps` runs one re-check to its end. A thread per re-check, blocked on each answer, cost the Python
+worker about twice the CPU per statement.
+
+The idempotent writes several re-checks wait on at the same moment (`Writes`: a before-image, a projection row
+written at a fixed timestamp) travel in one unlogged batch: a request of its own cost the Python worker more than
+the statement it carried, and a repair's writes were most of its time.
 """
 
 import heapq
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 
 from cassandra import ConsistencyLevel, OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
 from cassandra.cluster import NoHostAvailable
-from cassandra.query import dict_factory
+from cassandra.query import BatchStatement, BatchType, dict_factory
 
 from james_consistency.cql import CassandraSettings, connect
 
@@ -58,6 +62,10 @@ ATTEMPTS = 5
 FIRST_RETRY_DELAY = 0.1
 # Statements of one `Together` sent at once.
 TOGETHER_AT_ONCE = 64
+# One unlogged batch of re-checks' writes stays under Cassandra's default warning thresholds
+# (unlogged_batch_across_partitions_warn_threshold: 10 partitions; batch_size_warn_threshold: 5 KiB).
+BATCH_STATEMENTS = 10
+BATCH_BYTES = 3500  # what a batch carries is about a quarter more than its values
 
 
 def _retry_delay(attempt: int, first_delay: float = FIRST_RETRY_DELAY) -> float:
@@ -94,7 +102,17 @@ class Together:
     queries: tuple[Query, ...]
 
 
-Steps = Generator[Query | Together, object, object]
+@dataclass(frozen=True)
+class Writes:
+    """Writes a re-check step waits for (`yield Writes(((statement, values), ...))`, answered with None), each safe
+    to apply twice (a fixed timestamp, a fixed key): they may share an unlogged batch with other re-checks' writes
+    of the same consistency, and a batch that failed on a transient error is sent again whole."""
+
+    statements: tuple[tuple[object, Sequence], ...]
+
+
+Request = Query | Together | Writes
+Steps = Generator[Request, object, object]
 
 
 def one(rows: list) -> dict | None:
@@ -106,7 +124,7 @@ class _Running:
     steps: Steps
     done: Callable[[object, BaseException | None], None]
     step: int = 0
-    request: Query | Together | None = None
+    request: Request | None = None
     queries: tuple[Query, ...] = ()
     results: list = field(default_factory=list)
     sent: int = 0
@@ -118,12 +136,14 @@ class StepLoop:
     callbacks only hand answers over through a queue: a step's own code (which may prepare a statement, a blocking
     call) never runs on the driver's event loop."""
 
-    def __init__(self, session):
+    def __init__(self, session, batch=None):
         self.session = session
         self.running = 0
         self._answers: queue.SimpleQueue = queue.SimpleQueue()
         self._retries: list = []
         self._order = itertools.count()
+        self._writes: list[tuple[_Running, int]] = []  # re-checks waiting on Writes not sent yet
+        self._batch = batch or unlogged_batch
 
     def start(self, steps: Steps, done: Callable[[object, BaseException | None], None]) -> None:
         """Run `steps`; `done(answer, None)` or `done(None, error)` is called from `run_once` when they end."""
@@ -131,25 +151,36 @@ class StepLoop:
         self._advance(_Running(steps, done), None, None)
 
     def run_once(self) -> None:
-        """Send the retries that are due, then wait for one answer (or the time of the next retry) and carry its
-        re-check on. Returns at once when nothing is under way."""
+        """Send the writes the re-checks wait on and the retries that are due, then wait for one answer (or the time
+        of the next retry) and carry its re-check on, with every other answer already in. Returns at once when
+        nothing is under way."""
         if not self.running:
             return
+        self._send_writes()
         while self._retries and self._retries[0][0] <= time.monotonic():
-            _, _, (running, step, index, attempt) = heapq.heappop(self._retries)
-            if running.step == step:
-                self._send(running, step, index, attempt)
+            _, _, resend = heapq.heappop(self._retries)
+            resend()
         timeout = max(0.0, self._retries[0][0] - time.monotonic()) if self._retries else None
         try:
-            running, step, index, attempt, rows, error = self._answers.get(timeout=timeout)
+            answer = self._answers.get(timeout=timeout)
         except queue.Empty:
+            return
+        while True:
+            self._take(*answer)
+            try:
+                answer = self._answers.get_nowait()
+            except queue.Empty:
+                return
+
+    def _take(self, running: "_Running | None", step, index: int, attempt: int, rows, error) -> None:
+        if running is None:  # a batch of writes: `step` holds its re-checks and the steps they wait in
+            self._take_writes(step, attempt, error)
             return
         if running.step != step:
             return  # an answer to a Together whose re-check already went on with another one's error
         query = running.queries[index]
         if error is not None and query.retried and isinstance(error, TRANSIENT_ERRORS) and attempt + 1 < ATTEMPTS:
-            when = time.monotonic() + _retry_delay(attempt)
-            heapq.heappush(self._retries, (when, next(self._order), (running, step, index, attempt + 1)))
+            self._retry(attempt, lambda: running.step == step and self._send(running, step, index, attempt + 1))
             return
         if error is not None:
             self._advance(running, None, error)
@@ -163,6 +194,18 @@ class StepLoop:
             together = isinstance(running.request, Together)
             self._advance(running, running.results if together else running.results[0], None)
 
+    def _take_writes(self, waiting: list, attempt: int, error) -> None:
+        if error is not None and isinstance(error, TRANSIENT_ERRORS) and attempt + 1 < ATTEMPTS:
+            self._retry(attempt, lambda: self._send_batch(waiting, attempt + 1))
+            return
+        for running, step in waiting:
+            if running.step == step:
+                self._advance(running, None, error)
+
+    def _retry(self, attempt: int, resend: Callable[[], object]) -> None:
+        when = time.monotonic() + _retry_delay(attempt)
+        heapq.heappush(self._retries, (when, next(self._order), resend))
+
     def _advance(self, running: _Running, value, error: BaseException | None) -> None:
         running.step += 1
         try:
@@ -175,12 +218,20 @@ class StepLoop:
             self.running -= 1
             running.done(None, failure)
             return
-        if not isinstance(request, Query | Together):
+        if not isinstance(request, Request):
             self.running -= 1
             running.steps.close()
-            running.done(None, TypeError(f"a re-check step yielded {type(request).__name__}, not a Query or Together"))
+            yielded = type(request).__name__
+            running.done(None, TypeError(f"a re-check step yielded {yielded}, not a Query, Together or Writes"))
             return
         running.request = request
+        if isinstance(request, Writes):
+            running.queries = ()
+            if not request.statements:
+                self._advance(running, None, None)
+                return
+            self._writes.append((running, running.step))
+            return
         running.queries = request.queries if isinstance(request, Together) else (request,)
         running.results = [None] * len(running.queries)
         running.left = len(running.queries)
@@ -212,6 +263,55 @@ class StepLoop:
             answers.put((running, step, index, attempt, None, error))
 
         future.add_callbacks(on_page, on_error)
+
+    def _send_writes(self) -> None:
+        """The writes the re-checks wait on, in batches of one consistency, each within BATCH_STATEMENTS statements
+        and about BATCH_BYTES of values (a re-check's own writes are never split)."""
+        waiting, self._writes = self._writes, []
+        batch: list = []
+        statements = size = 0
+        level = None
+        for running, step in waiting:
+            writes = running.request.statements
+            weight = sum(_weight(values) for _, values in writes)
+            writes_level = getattr(writes[0][0], "consistency_level", None)
+            full = statements + len(writes) > BATCH_STATEMENTS or size + weight > BATCH_BYTES
+            if batch and (full or writes_level != level):
+                self._send_batch(batch, 0)
+                batch, statements, size = [], 0, 0
+            batch.append((running, step))
+            statements, size, level = statements + len(writes), size + weight, writes_level
+        if batch:
+            self._send_batch(batch, 0)
+
+    def _send_batch(self, waiting: list, attempt: int) -> None:
+        answers = self._answers
+        writes = [write for running, _ in waiting for write in running.request.statements]
+        try:
+            if len(writes) == 1:
+                future = self.session.execute_async(*writes[0])
+            else:
+                future = self.session.execute_async(self._batch(writes), None)
+        except Exception as error:  # noqa: BLE001 - an answer like any other
+            answers.put((None, waiting, 0, attempt, None, error))
+            return
+        future.add_callbacks(
+            lambda _: answers.put((None, waiting, 0, attempt, None, None)),
+            lambda error: answers.put((None, waiting, 0, attempt, None, error)),
+        )
+
+
+def unlogged_batch(writes: list) -> BatchStatement:
+    """Statements with their values in one unlogged batch, at the consistency of the first."""
+    batch = BatchStatement(BatchType.UNLOGGED, consistency_level=writes[0][0].consistency_level)
+    for statement, values in writes:
+        batch.add(statement, values)
+    return batch
+
+
+def _weight(values: Sequence) -> int:
+    """About the bytes of a statement's values in a batch: texts and blobs by length, anything else 16."""
+    return sum(len(value) if isinstance(value, str | bytes) else 16 for value in values)
 
 
 def run_steps(session, steps: Steps):
