@@ -2,7 +2,7 @@
 and bounds a night on separate machines by the slower side."""
 
 import pytest
-from james_consistency_kit.bench.model import Constants, Measured, Night, on_a_cluster
+from james_consistency_kit.bench.model import Constants, Measured, Night, fitted, on_a_cluster
 
 # A night's true costs: CPU seconds per row read and per candidate, on Cassandra and on Spark; seconds once.
 CASSANDRA_ROW, SPARK_ROW, CASSANDRA_CANDIDATE, SPARK_CANDIDATE, FIXED = 2e-5, 5e-5, 1e-3, 4e-3, 12.0
@@ -111,6 +111,21 @@ def test_a_ring_is_checked_on_the_runs_of_the_machine_of_its_newest_run():
     ]
 
     assert [run.messages for run in on_a_cluster(oldest_first)] == [20_000, 100_000]
+
+
+def test_one_node_constants_come_from_the_runs_of_the_machine_of_its_newest_run():
+    def on_one_node(messages: int, processor: str) -> Measured:
+        figures = bench_figures(messages, messages // 100, messages // 1000)
+        figures["machine"] = {"processor": processor}
+        return Measured.from_bench(figures)
+
+    oldest_first = [
+        on_one_node(100_000, "another machine"),
+        on_one_node(20_000, "this machine"),
+        on_one_node(1_000_000, "this machine"),
+    ]
+
+    assert [run.messages for run in fitted(oldest_first)[1]] == [20_000, 1_000_000]
 
 
 def test_on_separate_machines_the_slower_side_bounds_the_night():

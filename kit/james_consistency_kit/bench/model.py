@@ -202,10 +202,10 @@ def measured_runs(files: list[BenchFile]) -> list[Measured]:
 
 def fitted(measured: list[Measured], given: bool = False) -> tuple[Constants, list[Measured]]:
     """The constants and the runs they come from: the runs `given`, or else (`measured` oldest first) the newest run
-    on one node of each of the two largest sizes."""
+    on one node of each of the two largest sizes, on the machine of the newest one."""
     if given:
         return Constants.measured(measured), measured
-    by_size = {run.size: run for run in measured if run.one_node}
+    by_size = {run.size: run for run in on_the_newest_machine([run for run in measured if run.one_node])}
     runs = sorted(by_size.values(), key=lambda run: run.messages)[-2:]
     return Constants.measured(runs), runs
 
@@ -238,12 +238,18 @@ def against_the_bench(constants: Constants, runs: list[Measured]) -> list[dict]:
 
 def on_a_cluster(measured: list[Measured]) -> list[Measured]:
     """The newest run of each size measured on a ring and a Spark cluster (what checks the model beyond one node),
-    among a place's runs on the machine of its newest one (`measured` oldest first): a ring fitted on sizes run on
-    two machines, or by older code there, would mix their costs. The others stay in the page's history."""
-    on_rings = [run for run in measured if not run.one_node]
-    newest_machine = {run.where: run.processor for run in on_rings}
-    by_size = {(run.where, run.size): run for run in on_rings if run.processor == newest_machine[run.where]}
+    among a place's runs on the machine of its newest one (`measured` oldest first). The others stay in the page's
+    history."""
+    on_rings = on_the_newest_machine([run for run in measured if not run.one_node])
+    by_size = {(run.where, run.size): run for run in on_rings}
     return sorted(by_size.values(), key=lambda run: (run.where, run.messages))
+
+
+def on_the_newest_machine(measured: list[Measured]) -> list[Measured]:
+    """Each place's runs on the machine of its newest run (`measured` oldest first): constants fitted on runs of two
+    machines would mix their costs."""
+    newest_machine = {run.where: run.processor for run in measured}
+    return [run for run in measured if run.processor == newest_machine[run.where]]
 
 
 def _off(predicted: float, measured: float) -> str:
