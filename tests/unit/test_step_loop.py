@@ -133,3 +133,14 @@ def test_a_batch_holds_at_most_its_share_of_statements_and_its_failure_is_each_o
     assert [len(built) for built in batches.built] == [BATCH_STATEMENTS, 2]
     assert {name: ended[name] for name in names[:-1]} == dict.fromkeys(names[:-1], "written")
     assert "Batch too large" in ended[names[-1]]
+
+
+def test_a_refused_batch_is_sent_again_re_check_by_re_check_and_fails_only_the_refused_one():
+    session = ScriptedSession()
+    batches = Batches([InvalidRequest("Invalid UTF-8"), (0.01, []), InvalidRequest("Invalid UTF-8")])
+
+    ended = run_writes(StepLoop(session, batch=batches), ["a", "b"])
+
+    assert batches.built == [["image-a", "row-a", "image-b", "row-b"], ["image-a", "row-a"], ["image-b", "row-b"]]
+    assert ended["a"] == "written"
+    assert "Invalid UTF-8" in ended["b"]

@@ -106,7 +106,8 @@ class Together:
 class Writes:
     """Writes a re-check step waits for (`yield Writes(((statement, values), ...))`, answered with None), each safe
     to apply twice (a fixed timestamp, a fixed key): they may share an unlogged batch with other re-checks' writes
-    of the same consistency, and a batch that failed on a transient error is sent again whole."""
+    of the same consistency. A batch that failed on a transient error is sent again whole; one refused, re-check by
+    re-check."""
 
     statements: tuple[tuple[object, Sequence], ...]
 
@@ -197,6 +198,12 @@ class StepLoop:
     def _take_writes(self, waiting: list, attempt: int, error) -> None:
         if error is not None and isinstance(error, TRANSIENT_ERRORS) and attempt + 1 < ATTEMPTS:
             self._retry(attempt, lambda: self._send_batch(waiting, attempt + 1))
+            return
+        if error is not None and not isinstance(error, TRANSIENT_ERRORS) and len(waiting) > 1:
+            # A refused batch (a value Cassandra rejects) is sent again re-check by re-check: only the writes
+            # refused on their own fail, not those that shared their batch.
+            for alone in waiting:
+                self._send_batch([alone], 0)
             return
         for running, step in waiting:
             if running.step == step:
