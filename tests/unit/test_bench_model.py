@@ -91,9 +91,10 @@ def test_one_bench_size_cannot_see_the_fixed_part_of_a_night():
     assert night.shared(CORES)["seconds"] == pytest.approx(run.seconds - FIXED)
 
 
-def test_a_ring_is_checked_on_the_runs_of_the_machine_of_its_newest_run():
-    def on_ring(messages: int, processor: str) -> Measured:
-        figures = bench_figures(messages, messages // 100, messages // 1000)
+def measured_on(processor: str, messages: int, on_a_ring: bool = False) -> Measured:
+    """A run of `messages` on the machine of `processor`, on one node or on a 3-node ring with a Spark cluster."""
+    figures = bench_figures(messages, messages // 100, messages // 1000)
+    if on_a_ring:
         figures["keyspace"] = f"bench_james_rf3_{messages}"
         figures["cluster"] = {
             "cassandraNodes": 3,
@@ -101,28 +102,25 @@ def test_a_ring_is_checked_on_the_runs_of_the_machine_of_its_newest_run():
             "sparkMaster": "spark://m:7077",
             "executorCores": 2,
         }
-        figures["machine"] = {"processor": processor}
-        return Measured.from_bench(figures)
+    figures["machine"] = {"processor": processor}
+    return Measured.from_bench(figures)
 
+
+def test_a_ring_is_checked_on_the_runs_of_the_machine_of_its_newest_run():
     oldest_first = [
-        on_ring(300_000, "an older machine"),
-        on_ring(20_000, "this machine"),
-        on_ring(100_000, "this machine"),
+        measured_on("an older machine", 300_000, on_a_ring=True),
+        measured_on("this machine", 20_000, on_a_ring=True),
+        measured_on("this machine", 100_000, on_a_ring=True),
     ]
 
     assert [run.messages for run in on_a_cluster(oldest_first)] == [20_000, 100_000]
 
 
 def test_one_node_constants_come_from_the_runs_of_the_machine_of_its_newest_run():
-    def on_one_node(messages: int, processor: str) -> Measured:
-        figures = bench_figures(messages, messages // 100, messages // 1000)
-        figures["machine"] = {"processor": processor}
-        return Measured.from_bench(figures)
-
     oldest_first = [
-        on_one_node(100_000, "another machine"),
-        on_one_node(20_000, "this machine"),
-        on_one_node(1_000_000, "this machine"),
+        measured_on("another machine", 100_000),
+        measured_on("this machine", 20_000),
+        measured_on("this machine", 1_000_000),
     ]
 
     assert [run.messages for run in fitted(oldest_first)[1]] == [20_000, 1_000_000]
