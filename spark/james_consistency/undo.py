@@ -385,7 +385,7 @@ class Table:
 
     def __init__(self, session, keyspace: str, name: str):
         self.session, self.name = session, f"{keyspace}.{name}"
-        metadata = session.cluster.metadata.keyspaces[keyspace].tables[name]
+        metadata = _table_metadata(session, keyspace, name)
         self.types = {column: metadata.columns[column].cql_type for column in metadata.columns}
         self.key_columns = tuple(column.name for column in (*metadata.partition_key, *metadata.clustering_key))
 
@@ -492,6 +492,19 @@ class Table:
     def _comparable(self, column: str) -> bool:
         """A column a condition can compare (not a collection)."""
         return not self.types[column].startswith(("set<", "list<", "map<"))
+
+
+def _table_metadata(session, keyspace: str, name: str):
+    """The driver's metadata of a table, the whole schema read again when the table is not in it: the driver follows
+    schema changes by events, and an event whose refresh failed or was skipped (a timeout, no schema agreement; logged
+    at debug level only) leaves its table out until the next full refresh."""
+    for attempt in range(2):
+        found = session.cluster.metadata.keyspaces.get(keyspace)
+        if found is not None and name in found.tables:
+            return found.tables[name]
+        if attempt == 0:
+            session.cluster.refresh_schema_metadata()
+    raise OperatorError(f"table {keyspace}.{name} of a before-image does not exist: it was dropped since the repair")
 
 
 def decoded(value, cql_type: str):
