@@ -141,7 +141,7 @@ def _our_repair_then_james(on: JamesSample) -> dict:
     """Our repair on the same (re-broken) keyspace, then James: its report must add nothing."""
     broken = on.break_again(4)
     repair = partial(run_job, on.spark, on.settings, "messages", on.keyspace, "repair", allow_destructive=True)
-    ours = timed("repair (James sample)", on.spark, repair)
+    ours = timed("repair (James sample)", on.spark, on.settings.port, repair)
     after = james_solve(on.settings, on.keyspace, "messages", JAMES_UNTHROTTLED)["report"]
     fixed_by_james = {
         name: after[name] for name in ("addedMessageIdEntries", "updatedMessageIdEntries", "removedMessageIdEntries")

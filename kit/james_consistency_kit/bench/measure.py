@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from james_consistency_kit.cassandra_node import CASSANDRA_MARKER
 from james_consistency_kit.processes import runs
 
@@ -48,20 +50,25 @@ class MemorySampler:
 
 @dataclass(frozen=True)
 class CpuClock:
-    """The machine's processor time so far (Linux /proc): all of it, and that of the local Cassandra nodes' JVMs."""
+    """The machine's processor time so far (Linux /proc): all of it, and that of each local Cassandra JVM serving CQL
+    on `port` (the benched cluster's nodes; another local cluster's, e.g. a test ring, are not its share)."""
 
     wall: float
     busy: float
-    cassandra: float
+    cassandra: dict[int, float]
 
     @staticmethod
-    def now() -> "CpuClock":
-        return CpuClock(time.perf_counter(), _machine_busy_seconds(), _cassandra_seconds())
+    def now(port: int) -> "CpuClock":
+        return CpuClock(time.perf_counter(), _machine_busy_seconds(), _cassandra_seconds(port))
 
     def since(self, start: "CpuClock") -> dict:
-        """Between two readings: the processor seconds used, and how many cores that kept busy on average."""
+        """Between two readings: the processor seconds used, and how many cores that kept busy on average. A node
+        started or stopped between the readings is left out of Cassandra's share: only part of its time is known."""
         wall = max(self.wall - start.wall, 1e-9)
-        busy, cassandra = self.busy - start.busy, self.cassandra - start.cassandra
+        busy = self.busy - start.busy
+        cassandra = sum(
+            seconds - start.cassandra[pid] for pid, seconds in self.cassandra.items() if pid in start.cassandra
+        )
         return {
             "cpuSeconds": round(busy, 1),
             "busyCores": round(busy / wall, 2),
@@ -85,16 +92,26 @@ def local_cassandra_processes() -> list[Path]:
     return [process for process in Path("/proc").glob("[0-9]*") if runs(int(process.name), CASSANDRA_MARKER)]
 
 
-def _cassandra_seconds() -> float:
-    """User and system time of every local Cassandra node's JVM."""
-    total = 0
+def _serves(process: Path, port: int) -> bool:
+    try:
+        connections = psutil.Process(int(process.name)).net_connections(kind="tcp")
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in connections)
+
+
+def _cassandra_seconds(port: int) -> dict[int, float]:
+    """User and system time of each local Cassandra JVM listening on `port`, by pid."""
+    seconds = {}
     for process in local_cassandra_processes():
+        if not _serves(process, port):
+            continue
         try:
             fields = (process / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # it ended since
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
+        seconds[int(process.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -112,12 +129,12 @@ class Timed:
         return round(rows / self.seconds) if self.seconds else None
 
 
-def timed(name: str, spark, action) -> Timed:
-    """Run `action()` as the phase `name`, measured."""
+def timed(name: str, spark, port: int, action) -> Timed:
+    """Run `action()` as the phase `name`, measured (Cassandra's share: the local nodes serving CQL on `port`)."""
     with MemorySampler(spark) as memory:
-        started = CpuClock.now()
+        started = CpuClock.now(port)
         result = action()
-        finished = CpuClock.now()
+        finished = CpuClock.now(port)
     seconds, cpu = finished.wall - started.wall, finished.since(started)
     log.info("bench %s: %.1fs, %.2f cores busy", name, seconds, cpu["busyCores"])
     return Timed(

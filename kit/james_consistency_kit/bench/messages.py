@@ -44,7 +44,7 @@ class MessagesBench:
         return run_job(self.spark, self.settings, "messages", self.keyspace, mode, **options)
 
     def time(self, phase: str, label: str, action) -> Timed:
-        self.phases[phase] = timed(label, self.spark, action)
+        self.phases[phase] = timed(label, self.spark, self.settings.port, action)
         return self.phases[phase]
 
     def break_again(self, offset: int) -> dict:
@@ -314,10 +314,10 @@ def nightly_run(spark, settings: CassandraSettings, keyspace: str, run_dir: str,
     }
     reports = {}
     for step, options in steps.items():
-        started = CpuClock.now()
+        started = CpuClock.now(settings.port)
         reports[step] = run_job(spark, settings, "messages", keyspace, **options)
         if cpu is not None:
-            cpu[step] = CpuClock.now().since(started)
+            cpu[step] = CpuClock.now(settings.port).since(started)
     return reports
 
 

@@ -48,9 +48,9 @@ def bench_projection(
         return run_job(spark, settings, target, keyspace, mode, **options)
 
     bare_scan_of_spec()  # untimed, as for messages: the timed phases start in a warm JVM
-    scan = timed("bare scan", spark, bare_scan_of_spec)
-    check = timed("dry run", spark, lambda: run("check"))
-    repair = timed("repair", spark, lambda: run("repair", allow_destructive=True))
+    scan = timed("bare scan", spark, settings.port, bare_scan_of_spec)
+    check = timed("dry run", spark, settings.port, lambda: run("check"))
+    repair = timed("repair", spark, settings.port, lambda: run("repair", allow_destructive=True))
     names = spec.report_names
     truth_rows = repair.result[names.processed_truth]
     james = None

@@ -39,16 +39,16 @@ def cassandra_nodes(settings: CassandraSettings) -> int:
 
 
 def require_only_the_benched_nodes(settings: CassandraSettings) -> None:
-    """Refuse to bench while more Cassandra JVMs run on this machine than the benched cluster has nodes: the bench
-    counts every local Cassandra JVM's processor time as the benched cluster's (e.g. the test node left running)."""
+    """Refuse to bench while more Cassandra JVMs run on this machine than the benched cluster has nodes (e.g. the test
+    node left running): their processor time would count in the machine's, and they compete for its cores."""
     from james_consistency_kit.bench.measure import local_cassandra_processes
 
     local, nodes = [process.name for process in local_cassandra_processes()], cassandra_nodes(settings)
     if len(local) > nodes:
         raise OperatorError(
             f"{len(local)} Cassandra JVMs run on this machine (pids {', '.join(sorted(local))}) but the benched "
-            f"cluster ({settings.host}:{settings.port}) has {nodes} node(s): the bench would count the others' "
-            "processor time as Cassandra's. Stop the ones not benched first (the test node, .local/test-cassandra, "
+            f"cluster ({settings.host}:{settings.port}) has {nodes} node(s): the others' processor time would count "
+            "in the machine's. Stop the ones not benched first (the test node, .local/test-cassandra, "
             "stays up after a test session run with JAMES_TEST_KEEP_NODE=1)."
         )
 
