@@ -63,7 +63,8 @@ phase that repairs faces the keyspace broken again at that rate. In order:
 
 For each phase: the wall time; the throughput in truth rows (imapUidTable rows) a second; the machine's processor
 time from `/proc` with the cores it kept busy on average (the machine's load during the phase, the bench's own work
-included, against the cores it has) and the local Cassandra nodes' share; the driver's JVM heap (in the JSON).
+included, against the cores it has) and the benched nodes' share (the local Cassandra JVMs serving its CQL port);
+the driver's JVM heap (in the JSON).
 A phase's ratio to the bare scan is its time over the bare scan's; its ratio to James's own task is its time over
 the time James's unthrottled task takes for the same truth rows at the throughput it was measured at.
 `bench counters` (and the other targets) times the bare scan of the tables the repair reads, the dry run and the
