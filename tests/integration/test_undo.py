@@ -10,6 +10,7 @@ from james_consistency.errors import OperatorError
 from james_consistency.targets import run_target
 from james_consistency.undo import undo_run
 from james_consistency_kit.faults import inject
+from support.before_images import tables_with_key_entries
 from support.james_platform import james_platform
 
 FAULTS = ("projection-missing", "projection-outdated", "projection-orphan", "projection-stale-flags")
@@ -64,6 +65,7 @@ def test_a_repair_undone_leaves_the_projection_as_it_was_and_a_second_undo_finds
             if count
         }
     }
+    assert tables_with_key_entries(cql, keyspace) == set(), "only a counter's undo asks which run wrote a key last"
 
     dry = undo_run(spark, cassandra_settings, str(run_dir))
     assert dry["mode"] == "check" and dry["undoneRunId"] == repair["runId"]

@@ -19,6 +19,7 @@ from james_consistency_kit import james_harness
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import TrafficOptions, read_log, run_writer
+from support.before_images import tables_with_key_entries
 from support.james_platform import GENERATION_OF_VERSION, PROJECTION_TABLES, james_broken_platform
 from support.mailboxes import break_every_mailbox_kind
 from support.traffic import read_projections, undone_writes
@@ -81,6 +82,8 @@ def test_every_target_repaired_on_a_platform_james_broke_then_undone_is_as_befor
     assert all(report["status"] == "COMPLETED" for _, report in runs), [r["errors"] for _, r in runs]
     written = {report["target"]: report["beforeImages"]["records"] for _, report in runs}
     assert sum(written.values()) > 0 and snapshot(cql, keyspace, tables) != before
+    counted = {table for _, report in runs for table in report["beforeImages"]["counts"] if table in COUNTER_TABLES}
+    assert counted and tables_with_key_entries(cql, keyspace) == counted
 
     undone = [undo_run(spark, cassandra_settings, run_dir, apply=True) for run_dir, _ in reversed(runs)]
 

@@ -30,7 +30,8 @@ from james_consistency.engine.live import Writes, prepared
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 
 IMAGES_TABLE = "before_images"
-# Which runs wrote a key of a table, newest first: a counter delta is not reversed once a later run wrote it again.
+# Which runs wrote a key of a counter table, newest first: a counter delta is not reversed once a later run wrote it
+# again. Only counter images are entered there: no other undo rule reads it.
 KEYS_TABLE = "before_image_keys"
 # Spreads one run's images over partitions (a night's repair may write a million rows).
 BUCKETS = 64
@@ -153,7 +154,8 @@ class Recorder:
         timestamp: int | None,
         columns: tuple[str, ...] | None = None,
     ):
-        """Steps: one before-image and its key's entry, sent together; the write it describes follows them."""
+        """Steps: one before-image (and, for a counter, its key's entry, sent together); the write it describes
+        follows them."""
         image_statement, key_statement = self._statements()
         image_id = uuid.uuid1()
         key_json = row_json(key)
@@ -172,9 +174,11 @@ class Recorder:
             timestamp,
             datetime.now(UTC),
         ]
-        # Both in one unlogged batch (with other re-checks' writes): the write waits for both.
-        key_values = [self.keyspace, table.lower(), key_json, image_id, self.run_id]
-        yield Writes(((image_statement, values), (key_statement, key_values)))
+        writes = [(image_statement, values)]
+        if rule == COUNTER:  # only a counter's undo asks which run wrote its key last
+            writes.append((key_statement, [self.keyspace, table.lower(), key_json, image_id, self.run_id]))
+        # In one unlogged batch (with other re-checks' writes): the write waits for it.
+        yield Writes(tuple(writes))
 
 
 # ---- the run's images in its work folder, on the driver -------------------------------------------------------------
