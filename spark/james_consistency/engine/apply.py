@@ -98,10 +98,15 @@ def comparable(row: dict | None, columns: tuple[str, ...]) -> tuple | None:
     values = []
     for column in columns:
         value = row.get(column)
-        if isinstance(value, set | frozenset) or type(value).__name__ == "SortedSet":
+        kind = type(value)
+        if kind not in _SCALARS and (isinstance(value, set | frozenset) or kind.__name__ == "SortedSet"):
             value = tuple(sorted(value)) or None
         values.append(value)
     return tuple(values)
+
+
+# What most columns hold, never a set: not looked at further (a repair compares hundreds of thousands a night).
+_SCALARS = frozenset({type(None), bool, int, float, str, uuid.UUID, datetime})
 
 
 class ProjectionWriter:

@@ -318,7 +318,13 @@ def unlogged_batch(writes: list) -> BatchStatement:
 
 def _weight(values: Sequence) -> int:
     """About the bytes of a statement's values in a batch: texts and blobs by length, anything else 16."""
-    return sum(len(value) if isinstance(value, str | bytes) else 16 for value in values)
+    weight = 0
+    for value in values:
+        weight += len(value) if type(value) in _SIZED else 16
+    return weight
+
+
+_SIZED = frozenset({str, bytes})
 
 
 def run_steps(session, steps: Steps):
