@@ -39,11 +39,12 @@ MESSAGE_ID = uuid.UUID("d0ff8f90-e6a4-11f0-802a-02000000002a")
     ],
 )
 def test_each_driver_value_is_kept_as_json(value, kept):
-    assert encoded(value) == kept
+    # The JSON text, not the values: True == 1 and False == 0 in Python, but not in what the undo reads back.
+    assert json.dumps(encoded(value)) == json.dumps(kept)
 
 
 def test_booleans_stay_booleans_and_not_numbers():
-    assert json.loads(row_json({"seen": True, "uid": 1, "recent": False})) == {"recent": False, "seen": True, "uid": 1}
+    assert row_json({"seen": True, "uid": 1, "recent": False}) == '{"recent": false, "seen": true, "uid": 1}'
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,9 @@ def test_booleans_stay_booleans_and_not_numbers():
     ],
 )
 def test_the_undo_binds_a_kept_value_as_the_driver_read_it(value, cql_type):
-    assert decoded(json.loads(json.dumps(encoded(value))), cql_type) == value
+    bound = decoded(json.loads(json.dumps(encoded(value))), cql_type)
+
+    assert (bound, type(bound)) == (value, type(value))
 
 
 def test_rows_with_the_same_contents_compare_equal_whatever_their_set_types():
