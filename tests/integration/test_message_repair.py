@@ -5,6 +5,7 @@ Every assertion on the tables is made with CQL, comparing messageIdTable with im
 
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from james_consistency.engine.run import GateFailed, RunOptions
@@ -15,6 +16,17 @@ from support.messages import break_every_kind, insert, message, platform, projec
 GENERATIONS = ["3.9", "3.5"]
 
 
+@contextmanager
+def adaptive_execution(spark):
+    """The session with Spark's adaptive execution on, as the jobs run (the suite's session turns it off)."""
+    before = spark.conf.get("spark.sql.adaptive.enabled")
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", before)
+
+
 def run(spark, settings, keyspace, mode="repair", **options):
     options.setdefault("max_destructive_share", 0.5)
     return run_target(spark, settings, RunOptions(target="messages", keyspace=keyspace, mode=mode, **options))
@@ -22,7 +34,7 @@ def run(spark, settings, keyspace, mode="repair", **options):
 
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_repair_fixes_every_kind_and_leaves_the_projection_equal_to_the_truth(
-    cql, cassandra_settings, spark, new_keyspace, generation
+    cql, cassandra_settings, spark, new_keyspace, generation, tmp_path
 ):
     keyspace = new_keyspace("msg")
     create_schema(cql, keyspace, generation)
@@ -30,11 +42,17 @@ def test_repair_fixes_every_kind_and_leaves_the_projection_equal_to_the_truth(
     expected_kinds = break_every_kind(cql, keyspace, generation, rows)
     truth_before = truth(cql, keyspace)
 
-    report = run(spark, cassandra_settings, keyspace)
+    with adaptive_execution(spark):  # as deployed: the check's candidates end in one file
+        report = run(spark, cassandra_settings, keyspace, run_dir=str(tmp_path))
 
     assert report["status"] == "COMPLETED"
     assert report["generation"] == generation
     assert report["liveReads"] == "direct join"
+    live_reads = list((tmp_path / "repair-live-projection").glob("part-*.parquet"))
+    assert len(live_reads) == spark.sparkContext.defaultParallelism == 2, "a task per core read the keys, not one"
+    assert spark.read.parquet(str(tmp_path / "repair-live-projection")).rdd.getNumPartitions() == 2, (
+        "the truth's reads, from the rows read back, spread alike"
+    )
     assert report["inconsistencies"] == expected_kinds
     assert report["processedImapUidEntries"] == 30
     assert report["processedMessageIdEntries"] == 30

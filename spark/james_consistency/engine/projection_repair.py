@@ -180,12 +180,11 @@ class ProjectionRepair(Repair):
         reads_from = now_micros()
         try:
             projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
-            joined.with_live_projection(candidates, live, spec.projection).write.mode("overwrite").parquet(
-                projected_path
-            )
-            spec.writing.joined_truth(spark.read.parquet(projected_path), live).write.mode("overwrite").parquet(
-                joined_path
-            )
+            spread = spread_over_executors(spark, candidates)
+            joined.with_live_projection(spread, live, spec.projection).write.mode("overwrite").parquet(projected_path)
+            # Read back a partition per file: the truth's reads are spread as the projection's were.
+            projected = spark.read.parquet(projected_path)
+            spec.writing.joined_truth(projected, live).write.mode("overwrite").parquet(joined_path)
         except Exception as error:  # noqa: BLE001 - Spark and connector errors: the per-candidate reads report them
             cause = reason(error)
             run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({cause})"
@@ -265,6 +264,13 @@ class ProjectionRepair(Repair):
         if status != WINDOW_ENDED and progress.total and progress.done >= progress.total:
             run.ranged.close()
         return status
+
+
+def spread_over_executors(spark, candidates: DataFrame) -> DataFrame:
+    """The candidates in as many partitions as the executors have cores. The check writes them as one file (adaptive
+    execution coalesces its shuffle's small partitions), and the connector's direct join reads a partition's keys in
+    one task: without this, one core would read every key of the night, however many executors the cluster has."""
+    return candidates.repartition(max(spark.sparkContext.defaultParallelism, 1))
 
 
 def _error_entry(outcome) -> dict:
