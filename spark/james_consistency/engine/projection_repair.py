@@ -25,7 +25,7 @@ from james_consistency.engine import apply, joined, projection_scan, reports
 from james_consistency.engine.candidates import SAMPLED
 from james_consistency.engine.diff import DIGEST, KINDS, MISSING, ORPHAN, OUTDATED
 from james_consistency.engine.live import now_micros
-from james_consistency.engine.run import Run, Scan, gate, reason, reconcile
+from james_consistency.engine.run import Run, Scan, gate, reason, reconcile, spread_over_executors
 from james_consistency.engine.spec import ProjectionSpec, Repair
 from james_consistency.engine.tables import direct_join_table
 from james_consistency.run_report import COMPLETED, PARTIAL, WINDOW_ENDED
@@ -180,6 +180,9 @@ class ProjectionRepair(Repair):
         reads_from = now_micros()
         try:
             projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
+            # The check writes its candidates as one file (adaptive execution coalesces its shuffle's small
+            # partitions), and a direct join reads a partition's keys in one task: unspread, one core would read
+            # every key of the night, however many executors the cluster has.
             spread = spread_over_executors(spark, candidates)
             joined.with_live_projection(spread, live, spec.projection).write.mode("overwrite").parquet(projected_path)
             # Read back a partition per file: the truth's reads are spread as the projection's were.
@@ -264,13 +267,6 @@ class ProjectionRepair(Repair):
         if status != WINDOW_ENDED and progress.total and progress.done >= progress.total:
             run.ranged.close()
         return status
-
-
-def spread_over_executors(spark, candidates: DataFrame) -> DataFrame:
-    """The candidates in as many partitions as the executors have cores. The check writes them as one file (adaptive
-    execution coalesces its shuffle's small partitions), and the connector's direct join reads a partition's keys in
-    one task: without this, one core would read every key of the night, however many executors the cluster has."""
-    return candidates.repartition(max(spark.sparkContext.defaultParallelism, 1))
 
 
 def _error_entry(outcome) -> dict:

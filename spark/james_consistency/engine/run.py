@@ -353,11 +353,16 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
         if group:
             candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group, *policy.order)
         else:
-            candidates = candidates.repartition(parallelism)
+            candidates = spread_over_executors(spark, candidates)
         rows = candidates.rdd.mapPartitions(apply.apply_partition(context, policy))
         path = run.path(outcomes_name)
         spark.createDataFrame(rows, apply.OUTCOME_SCHEMA).write.mode("overwrite").parquet(path)
     return spark.read.parquet(path)
+
+
+def spread_over_executors(spark, frame: DataFrame) -> DataFrame:
+    """The rows in as many partitions as the executors have cores."""
+    return frame.repartition(max(spark.sparkContext.defaultParallelism, 1))
 
 
 def _prepare_before_images(run: Run) -> None:
