@@ -197,6 +197,34 @@ def test_two_sizes_of_the_messages_bench_put_the_model_of_a_night_on_the_page(pu
     assert _row(model, "one node | 100,000,000 | 1 % | 40")[6] == f"{cassandra_cpu:,} s"
 
 
+def test_a_ring_measured_on_another_processor_is_not_checked_against_the_one_node_constants(published, tmp_path):
+    for messages, date in ((100_000, "2026-11-29T08:00Z"), (1_000_000, "2026-11-29T09:00Z")):
+        figures = modelled_result(messages, date, f"bench_james_{messages}")
+        figures["machine"] = {**figures.get("machine", {}), "processor": "AMD EPYC"}
+        (published / f"messages-{messages}.json").write_text(json.dumps(figures))
+    for messages, date in ((20_000, "2026-11-28T08:00Z"), (100_000, "2026-11-28T09:00Z")):
+        ring = modelled_result(messages, date, f"bench_james_rf3_{messages}")
+        ring["machine"] = {**ring.get("machine", {}), "processor": "Intel(R) Xeon(R) Processor"}
+        ring["nightlyRun"]["stepsCpu"]["check"]["cassandraCpuSeconds"] *= 2
+        ring["cluster"] = {
+            "cassandraNodes": 3,
+            "replicationFactor": 3,
+            "sparkMaster": "spark://m:7077",
+            "executorCores": 2,
+        }
+        (published / f"messages-ring-{messages}.json").write_text(json.dumps(ring))
+    page_path = tmp_path / "benchmarks.md"
+
+    main(["bench", "report", str(published), "--page", str(page_path)])
+
+    model = page_path.read_text().split("## A night on a cluster (model)")[1].split("## History")[0]
+    assert "on the local ring and Spark cluster (not fitted on)" not in model
+    assert "measured on another processor (Intel(R) Xeon(R) Processor) than the one-node fit (AMD EPYC)" in model
+    # The ring is still checked against the constants fitted on its own runs.
+    own_fit = model.split("with the constants fitted on its smallest and largest")[1]
+    assert _row(own_fit, "20,000 messages")[3] == "+0%"
+
+
 def test_one_size_of_the_messages_bench_is_no_model(published, tmp_path):
     # The same seeded keyspace on two nights: another night's breakage left fewer messages, not another size.
     for messages, date in ((1_000_000, "2026-11-29T08:00Z"), (976_000, "2026-11-29T09:00Z")):

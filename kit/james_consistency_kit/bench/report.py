@@ -358,6 +358,10 @@ def model_section(results: list[BenchFile]) -> str:
     constants, runs = fitted(measured)
     on_rings = on_a_cluster(measured)
     fits = {"one node": constants, **_fitted_per_ring(on_rings)}
+    # A ring measured on another processor than the one-node fit's would be off by the machines' difference too.
+    processor = runs[-1].processor
+    on_rings_here = [run for run in on_rings if run.processor == processor]
+    elsewhere = sorted({run.processor or "an unnamed processor" for run in on_rings if run.processor != processor})
     lines = [
         "## A night on a cluster (model)",
         "",
@@ -375,7 +379,18 @@ def model_section(results: list[BenchFile]) -> str:
         *_model_checks("the nightly runs it is fitted on", against_the_bench(constants, runs)),
         *_model_checks(
             "the nightly runs on the local ring and Spark cluster (not fitted on)",
-            against_the_bench(constants, on_rings),
+            against_the_bench(constants, on_rings_here),
+        ),
+        *(
+            [
+                f"The runs on the local ring and Spark cluster were measured on another processor "
+                f"({', '.join(elsewhere)}) than the one-node fit ({processor or 'an unnamed processor'}): the "
+                "one-node constants are not checked against them, and each fit's constants and nights below are "
+                "its own machine's.",
+                "",
+            ]
+            if elsewhere
+            else []
         ),
         *(
             line
