@@ -3,8 +3,9 @@ Python sees the candidates. Here they read about 9,300 keys of both message tabl
 the same reads through the Python driver (whose CPU, about 0.3 ms a statement, bounded the nightly run).
 
 The engine joins each candidate with the projection row at its key (LIVE_PROJECTION, null where there is none); a
-projection's `Writing.joined_truth` then joins the truth rows its re-check needs (LIVE_TRUTH). Each read is written
-to the run's work folder before the next step uses it: a row is read once, and a failed read stops before any write.
+projection's `Writing.joined_truth` then joins the truth rows its re-check needs (LIVE_TRUTH). The projection's rows
+are kept in the executors while the truth's are read; both are written to the run's work folder before the re-check
+uses them: a failed read stops before any write.
 
 Values reach Python as the Python driver would return them (`driver_row`), so a row read here compares and binds
 like one read by a statement: uuids as UUID, sets as sets, timestamps as naive UTC datetimes (carried as microseconds

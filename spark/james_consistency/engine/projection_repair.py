@@ -178,21 +178,26 @@ class ProjectionRepair(Repair):
             truth_consistency=context.truth_consistency,
         )
         reads_from = now_micros()
+        joined_path = run.path(f"{mode}-live-rows")
+        projected = None
         try:
-            projected_path, joined_path = run.path(f"{mode}-live-projection"), run.path(f"{mode}-live-rows")
             # The check writes its candidates as one file (adaptive execution coalesces its shuffle's small
             # partitions), and a direct join reads a partition's keys in one task: unspread, one core would read
             # every key of the night, however many executors the cluster has.
             spread = spread_over_executors(spark, candidates)
-            joined.with_live_projection(spread, live, spec.projection).write.mode("overwrite").parquet(projected_path)
-            # Read back a partition per file: the truth's reads are spread as the projection's were.
-            projected = spark.read.parquet(projected_path)
+            # Kept in the executors while the truth's reads use it (its keys, then the rows they are joined back to),
+            # in the spread's partitions: the projection is read once, and the truth's reads are spread as its were.
+            # A block lost meanwhile is read again, later than `reads_from`: a later read cannot undo a user's write.
+            projected = joined.with_live_projection(spread, live, spec.projection).persist()
             spec.writing.joined_truth(projected, live).write.mode("overwrite").parquet(joined_path)
         except Exception as error:  # noqa: BLE001 - Spark and connector errors: the per-candidate reads report them
             cause = reason(error)
             run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({cause})"
             log.warning("the live reads by direct join failed (%s): each candidate is re-read on its own", cause)
             return candidates, context
+        finally:
+            if projected is not None:
+                projected.unpersist()
         run.report["liveReads"] = DIRECT_JOIN
         return spark.read.parquet(joined_path), replace(context, joined_reads_from=reads_from)
 
