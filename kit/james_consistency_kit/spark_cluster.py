@@ -2,7 +2,13 @@
 
 `james-consistency spark start|stop|status`. The workers run the Python of .local/worker-venv (pyspark and the
 third-party packages, not this project), so a job only works there when it ships its own code (the zip of the
-installed package, `james_consistency.product_zip`). State (pid files, logs, work folders) in .local/spark-cluster.
+installed package, `james_consistency.product_zip`). State (pid files, logs, work folders, the daemons' Spark conf
+folder) in .local/spark-cluster.
+
+Its JVMs (the daemons and the executors the workers launch) keep to the quick compiler, as the driver of a
+spark-submit job does: the jobs on this machine are short and share its cores, and an executor spent about a fifth
+more CPU compiling with C2 code it ran once. JAMES_SPARK_FULL_JIT=1 at start gives them C2 back (a bench on a big
+keyspace).
 """
 
 import importlib.util
@@ -13,11 +19,12 @@ from pathlib import Path
 
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR
-from james_consistency.spark_env import LOCAL_WORKER_PYTHON, require_java
+from james_consistency.spark_env import LOCAL_WORKER_PYTHON, quick_jit_options, require_java
 
 from james_consistency_kit.processes import DetachedService, alive, wait_for_port
 
 CLUSTER_HOME = LOCAL_DIR / "spark-cluster"
+CONF_DIR = CLUSTER_HOME / "conf"  # the daemons' SPARK_CONF_DIR
 MASTER_HOST = "127.0.0.1"
 MASTER_PORT = 7077
 MASTER_URL = f"spark://{MASTER_HOST}:{MASTER_PORT}"
@@ -104,14 +111,23 @@ def daemon_environment() -> dict[str, str]:
         SPARK_DAEMON_MEMORY=DAEMON_MEMORY,
         SPARK_LOG_DIR=str(CLUSTER_HOME / "logs"),
         PYSPARK_PYTHON=str(LOCAL_WORKER_PYTHON),
+        SPARK_CONF_DIR=str(CONF_DIR),
     )
     return environment
+
+
+def write_java_options() -> None:
+    """The options every JVM of the cluster starts with: Spark's launcher reads `java-opts` in SPARK_CONF_DIR for the
+    daemons, and the workers read it again for each executor they launch."""
+    CONF_DIR.mkdir(parents=True, exist_ok=True)
+    (CONF_DIR / "java-opts").write_text(" ".join(quick_jit_options()) + "\n")
 
 
 def start(timeout: float = 60.0) -> dict:
     """Start the master, wait for its port, then the workers; return once every worker registered."""
     CLUSTER_HOME.mkdir(parents=True, exist_ok=True)
     environment = daemon_environment()
+    write_java_options()
     the_master = master()
     launched = the_master.start(environment)
     deadline = time.monotonic() + timeout

@@ -199,8 +199,9 @@ _SPARK = (
         "JAMES_SPARK_FULL_JIT",
         "bool",
         False,
-        "1: give the Spark driver its full JIT back (a long local[*] run on a big keyspace).",
-        "CLI, DAG tasks",
+        "1: give the Spark driver, and the executors of the kit's standalone cluster, their full JIT back (a long "
+        "run on a big keyspace).",
+        "CLI, DAG tasks, `spark start`",
     ),
 )
 _DAG_SETTINGS = (

@@ -93,9 +93,14 @@ def driver_java_options(quick_jit: bool = False) -> str:
     options = [f"-Dlog4j2.configurationFile=file:{log4j_config()}"]
     if CLASS_ARCHIVE.is_file():
         options += [f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    if quick_jit and not setting("JAMES_SPARK_FULL_JIT"):
-        options.append("-XX:TieredStopAtLevel=1")
+    if quick_jit:
+        options += quick_jit_options()
     return " ".join(options)
+
+
+def quick_jit_options() -> list[str]:
+    """The JVM option that keeps a JVM to its quick compiler, unless JAMES_SPARK_FULL_JIT is set."""
+    return [] if setting("JAMES_SPARK_FULL_JIT") else ["-XX:TieredStopAtLevel=1"]
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:

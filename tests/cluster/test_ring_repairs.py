@@ -15,6 +15,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 from james_consistency.cli import job_log
 from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
+from james_consistency_kit.spark_cluster import CLUSTER_HOME
 from support.ring import CONTACT, cli, cli_environment
 
 # `make test-end-to-end` runs the cluster layer with the stories, in their workers.
@@ -91,6 +92,10 @@ def test_the_executors_run_the_shipped_zip_on_a_python_without_the_project(ring,
     for python, package in found["executors"]:
         assert python == str(LOCAL_WORKER_PYTHON)
         assert re.search(r"/james_consistency-[0-9a-f]+\.zip/james_consistency/", package), package
+    # The kit's cluster keeps its executors to the quick compiler (spark_cluster.write_java_options).
+    executor_logs = CLUSTER_HOME.glob(f"worker*/{found['application']}/*/stderr")
+    launched = [path.read_text().splitlines()[0] for path in executor_logs]
+    assert launched and all('"-XX:TieredStopAtLevel=1"' in command for command in launched), launched
 
     not_shipped = probe(ring, spark_standalone, ring_settings, ship=False)
     assert not_shipped.returncode != 0

@@ -77,10 +77,11 @@ the file there and run `james-consistency bench report`). This page and `docs/be
 not the page.
 
 On the local ring and Spark standalone cluster (what checks the model below beyond one node; all of it still on this
-machine's cores): `james-consistency cassandra start --nodes 3 && james-consistency spark start`, then
-`CASSANDRA_HOST=127.0.0.1 CASSANDRA_PORT=29242 SPARK_MASTER=spark://127.0.0.1:7077 james-consistency bench messages
---messages N --replication-factor 3 --publish`. Its keyspaces are `bench_james_rf3_<N>`, its executors run the
-shipped product zip, and its file records where it ran (`cluster`); the Latest figures stay those on one node.
+machine's cores): `james-consistency cassandra start --nodes 3 && JAMES_SPARK_FULL_JIT=1 james-consistency spark
+start` (executors with their full JIT, as on a real cluster), then `CASSANDRA_HOST=127.0.0.1 CASSANDRA_PORT=29242
+SPARK_MASTER=spark://127.0.0.1:7077 james-consistency bench messages --messages N --replication-factor 3 --publish`.
+Its keyspaces are `bench_james_rf3_<N>`, its executors run the shipped product zip, and its file records where it ran
+(`cluster`); the Latest figures stay those on one node.
 """.format(
     phases="\n".join(
         ["| phase | what it measures |", "|---|---|", *(f"| {name} | {what} |" for name, what in PHASES_MEASURED)]
