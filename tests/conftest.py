@@ -131,6 +131,7 @@ TEST_NODE = LocalNode(
     jmx_port=setting("JAMES_TEST_CASSANDRA_JMX_PORT") + 100 * WORKER_INDEX,
     heap="1G",
     skip_sync=True,
+    quick_jit=True,
 )
 
 

@@ -116,6 +116,10 @@ class LocalNode:
     # The commit log is not synced to disk, nor the schema tables flushed after each schema change (a test creates
     # and drops a keyspace of about 25 tables: this halves the node's CPU for it): for throwaway test nodes only.
     skip_sync: bool = False
+    # The JVM keeps to its quick compiler (C1): a test node lives for one test session, and with C2 the compile time
+    # each of `make test`'s two nodes counted was about half of its processor time. Off for a node whose processor
+    # time is measured (the bench's) or that serves long (the demo node, the ring).
+    quick_jit: bool = False
     # PasswordAuthenticator (Cassandra creates its bootstrap superuser; create your own roles and use them), and
     # client TLS only (a self-signed certificate made with keytool, its CA and a PKCS12 truststore in home/tls).
     auth: bool = False
@@ -294,6 +298,8 @@ class LocalNode:
         ]
         if self.skip_sync:
             command += ["-Dcassandra.skip_sync=true", "-Dcassandra.unsafesystem=true"]
+        if self.quick_jit:
+            command.append("-XX:TieredStopAtLevel=1")
         return [*command, "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon"]
 
     def _write_config(self) -> None:

@@ -117,9 +117,12 @@ def connector_conf(settings: CassandraSettings) -> dict[str, str]:
     }
 
 
-def local_session(app_name: str, settings: CassandraSettings, master: str | None = None):
+def local_session(
+    app_name: str, settings: CassandraSettings, master: str | None = None, java_options: tuple[str, ...] = ()
+):
     """An in-process SparkSession (local[*] unless SPARK_MASTER says otherwise) with the connector jars; on a
-    cluster master, its executors get the product zip as a submitted job's do."""
+    cluster master, its executors get the product zip as a submitted job's do. `java_options` are added to the
+    driver JVM's."""
     from pyspark.sql import SparkSession
 
     use_this_interpreter()
@@ -130,7 +133,7 @@ def local_session(app_name: str, settings: CassandraSettings, master: str | None
         .master(master)
         .config("spark.jars", ",".join(str(jar) for jar in spark_jars()))
         .config("spark.driver.memory", setting("SPARK_DRIVER_MEMORY"))
-        .config("spark.driver.extraJavaOptions", driver_java_options())
+        .config("spark.driver.extraJavaOptions", " ".join([driver_java_options(), *java_options]))
     )
     conf = {**connector_conf(settings), **cluster_shipping_conf(master), **local_driver_conf(master)}
     for key, value in conf.items():

@@ -24,6 +24,7 @@ SECURE_NODE = LocalNode(
     jmx_port=27199,
     heap="768M",
     skip_sync=True,
+    quick_jit=True,
     auth=True,
     tls=True,
 )
