@@ -14,6 +14,7 @@ from pathlib import Path
 from james_consistency.errors import OperatorError
 from james_consistency.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
 from james_consistency.settings import configured, setting
+from james_consistency.spark_env import QUICK_JIT_OPTION
 
 from james_consistency_kit.processes import DetachedService, alive, port_bindable, port_open, reap
 
@@ -299,7 +300,7 @@ class LocalNode:
         if self.skip_sync:
             command += ["-Dcassandra.skip_sync=true", "-Dcassandra.unsafesystem=true"]
         if self.quick_jit:
-            command.append("-XX:TieredStopAtLevel=1")
+            command.append(QUICK_JIT_OPTION)
         return [*command, "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon"]
 
     def _write_config(self) -> None:

@@ -13,6 +13,7 @@ import subprocess
 from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
 from james_consistency.paths import JARS_DIR, PROJECT_ROOT
+from james_consistency.spark_env import QUICK_JIT_OPTION
 
 VERSIONS = ("3.8.1", "3.5.0")
 DEFAULT_VERSION = "3.8.1"
@@ -20,7 +21,7 @@ MAIN_CLASS = "org.apache.james.consistency.harness.Main"
 # Writing, breaking or reading a test platform takes James seconds: the JVM's quick compiler only and its simplest
 # collector (C2 and G1's threads took half of a seed's CPU, on two cores shared with the node and Spark). James's own
 # tasks (`solve`) keep the JVM's defaults: the bench times them beside the repairs.
-SHORT_RUN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+SHORT_RUN_JVM_OPTIONS = (QUICK_JIT_OPTION, "-XX:+UseSerialGC")
 
 
 def harness_dir(version: str):

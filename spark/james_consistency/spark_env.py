@@ -98,9 +98,13 @@ def driver_java_options(quick_jit: bool = False) -> str:
     return " ".join(options)
 
 
+# Keeps a JVM to its quick compiler (C1).
+QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
+
+
 def quick_jit_options() -> list[str]:
     """The JVM option that keeps a JVM to its quick compiler, unless JAMES_SPARK_FULL_JIT is set."""
-    return [] if setting("JAMES_SPARK_FULL_JIT") else ["-XX:TieredStopAtLevel=1"]
+    return [] if setting("JAMES_SPARK_FULL_JIT") else [QUICK_JIT_OPTION]
 
 
 def connector_conf(settings: CassandraSettings) -> dict[str, str]:

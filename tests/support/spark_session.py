@@ -9,7 +9,7 @@ the suite's there too.
 
 The session's JVM also compiles less eagerly (CompileThresholdScaling=4: a method must run four times as often before
 it is compiled). With the default, a worker's session JVM was still compiling after 15 minutes of `make test`, and
-its compilers took about half of its processor time. Only the code the tests run often gets compiled.
+the compile time it counted was about half of its processor time. Only the code the tests run often gets compiled.
 """
 
 SMALL_TABLES_CONF = {
