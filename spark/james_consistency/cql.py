@@ -97,6 +97,19 @@ def require_tables(session, keyspace: str, tables: list[str]) -> None:
         raise OperatorError(f"keyspace '{keyspace}' has no table {', '.join(missing)}")
 
 
+def primary_key(session, keyspace: str, table: str) -> tuple[list[str], list[str]]:
+    """The table's partition key and clustering columns, each in key order (both empty: no such table)."""
+    rows = session.execute(
+        "SELECT column_name, kind, position FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table.lower()),
+    )
+    key: dict[str, list[tuple[int, str]]] = {"partition_key": [], "clustering": []}
+    for row in rows:
+        if row.kind in key:
+            key[row.kind].append((row.position, row.column_name))
+    return [name for _, name in sorted(key["partition_key"])], [name for _, name in sorted(key["clustering"])]
+
+
 def _looks_like_tls_required(reason: object) -> bool:
     text = str(reason)
     return any(

@@ -171,7 +171,10 @@ class RunReport(BaseModel):
     ranges: RangeProgress | None = None
     decidedByFinishedRanges: bool | None = None
     reusedScan: ReusedScan | None = None
-    liveReads: str | None = Field(None, description="how the re-check read the live rows: direct join or per candidate")
+    liveReads: str | None = Field(
+        None,
+        description="how the re-check read the live rows: in the executors (by partition, direct join) or one by one",
+    )
     beforeImages: BeforeImages | None = None
     remainingInconsistencies: int | None = Field(None, description="what is left after a repair or found by a verify")
 

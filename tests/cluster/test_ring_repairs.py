@@ -257,6 +257,6 @@ def test_a_dag_run_through_airflow_repairs_the_ring_on_the_cluster(
     assert summary["repair"]["status"] == "COMPLETED"
     assert summary["repair"]["addedMessageIdEntries"] == broken
     repair = read_report("message_consistency", run.run_id, "repair")
-    assert repair.liveReads == "direct join", "read by the executors, apart from the driver"
+    assert repair.liveReads == "projection by partition, truth by direct join", "read by the executors, not the driver"
     assert summary["verify"]["remainingInconsistencies"] == 0
     assert_projection_equals_truth(ring_cql, ring_keyspace)

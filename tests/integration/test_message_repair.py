@@ -67,7 +67,7 @@ def test_repair_fixes_every_kind_and_leaves_the_projection_equal_to_the_truth(
 
     assert report["status"] == "COMPLETED"
     assert report["generation"] == generation
-    assert report["liveReads"] == "direct join"
+    assert report["liveReads"] == "projection by partition, truth by direct join"
     assert spark.sparkContext.defaultParallelism == 2
     assert read_in["projection"] == 2, "a task per core read the keys, not one"
     assert read_in["truth"] == 2, "the truth's reads, from the projection's rows, spread alike"

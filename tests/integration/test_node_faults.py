@@ -101,8 +101,10 @@ def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_ke
     assert report["failedCount"] == sum(report["inconsistencies"].values()) == 80
     assert report["addedMessageIdEntries"] == 0
     assert {error["error"].split(":")[0] for error in report["errors"]} <= {"NoHostAvailable", "not attempted"}
-    # The live reads by direct join failed first, before anything was written; each candidate then said why.
-    assert report["liveReads"].startswith("per candidate: the direct join failed (Cassandra became unreachable")
+    # The live reads in the executors failed first, before anything was written; each candidate then said why.
+    assert report["liveReads"].startswith(
+        "per candidate: the reads in the executors failed (Cassandra became unreachable"
+    )
     projection_rows, truth_rows = _tables(broken_keyspace)
     assert set(projection_rows) <= set(truth_rows), "nothing half-written contradicts the truth"
 
@@ -113,6 +115,6 @@ def test_node_lost_during_the_fixes_ends_partial_and_a_rerun_converges(broken_ke
     rerun_report = json.loads((tmp_path / "rerun.json").read_text())
     assert rerun_report["addedMessageIdEntries"] == 80
     assert rerun_report["beforeImages"]["records"] == 80  # what the re-run wrote, it can take back
-    assert rerun_report["liveReads"] == "direct join"
+    assert rerun_report["liveReads"] == "projection by partition, truth by direct join"
     projection_rows, truth_rows = _tables(broken_keyspace)
     assert projection_rows == truth_rows

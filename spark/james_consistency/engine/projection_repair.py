@@ -5,7 +5,7 @@ describe    James's processed counts, the inconsistencies per kind, the plan (wh
             delete, and how destructive that is)
 safety      the plan-safety gate: a plan deleting or rewriting more than the allowed share stops before writing
 candidates  the scan's candidates (a verify reusing the scan also re-checks its sample of consistent keys), with
-            their live rows read by the connector's direct join when the spec can take them so
+            their live rows read in the executors (by partition, by direct join) when the spec can take them so
 policy      engine.apply.ProjectionPolicy: the spec's writer and re-check
 summarize   James's added / updated / removed counts, samples of the fixes and failures
 verify      the candidates re-checked without writing; the projection-matches-truth gate on what is left
@@ -27,13 +27,14 @@ from james_consistency.engine.diff import DIGEST, KINDS, MISSING, ORPHAN, OUTDAT
 from james_consistency.engine.live import now_micros
 from james_consistency.engine.run import Run, Scan, gate, reason, reconcile, spread_over_executors
 from james_consistency.engine.spec import ProjectionSpec, Repair
-from james_consistency.engine.tables import direct_join_table
+from james_consistency.engine.tables import direct_join_table, partition_read_key, read_by_partition
 from james_consistency.run_report import COMPLETED, PARTIAL, WINDOW_ENDED
 
 log = logging.getLogger("james_consistency")
 
 # How the re-check read the candidates' live rows (the report's liveReads).
 DIRECT_JOIN = "direct join"
+PARTITION_READS = "projection by partition, truth by direct join"
 PER_CANDIDATE = "per candidate"
 # What a re-check found at a key, as the inconsistency it was.
 KIND_OF_ACTION = {apply.ADDED: MISSING, apply.UPDATED: OUTDATED, apply.REMOVED: ORPHAN}
@@ -168,19 +169,25 @@ class ProjectionRepair(Repair):
         return candidates, context
 
     def _with_joined_reads(self, run: Run, candidates: DataFrame, context: apply.ApplyContext):
-        """The candidates with their live rows read by direct join (engine.joined), and the context that stamps the
-        writes with the moment before those reads. Should the reads fail (a node lost), nothing has been written yet:
+        """The candidates with their live rows read in the executors (engine.joined: the projection's a partition at a
+        time where its key allows, the truth's by direct join), and the context that stamps the writes with the moment
+        before those reads. Should the reads fail (a node lost), nothing has been written yet:
         each candidate is then re-read through the Python driver, which reports the failures candidate by candidate."""
         spark, spec, mode = run.spark, self.spec, run.options.mode
-        live = joined.LiveTables(
-            partial(direct_join_table, spark, run.keyspace),
-            projection_consistency=context.projection_consistency,
-            truth_consistency=context.truth_consistency,
-        )
         reads_from = now_micros()
         joined_path = run.path(f"{mode}-live-rows")
         projected = None
         try:
+            read_key = partition_read_key(run.settings, run.keyspace, spec.projection_table, spec.key)
+            by_partition = None
+            if read_key is not None:
+                by_partition = partial(read_by_partition, spark, run.keyspace, spec.projection_table, read_key)
+            live = joined.LiveTables(
+                partial(direct_join_table, spark, run.keyspace),
+                projection_consistency=context.projection_consistency,
+                truth_consistency=context.truth_consistency,
+                projection_by_partition=by_partition,
+            )
             # The check writes its candidates as one file (adaptive execution coalesces its shuffle's small
             # partitions), and a direct join reads a partition's keys in one task: unspread, one core would read
             # every key of the night, however many executors the cluster has.
@@ -188,17 +195,19 @@ class ProjectionRepair(Repair):
             # Kept in the executors while the truth's reads use it (its keys, then the rows they are joined back to),
             # in the spread's partitions: the projection is read once, and the truth's reads are spread as its were.
             # A block lost meanwhile is read again, later than `reads_from`: a later read cannot undo a user's write.
-            projected = joined.with_live_projection(spread, live, spec.projection).persist()
+            # Spread again: rows read by partition are joined back in a shuffle, which adaptive execution coalesces.
+            projected = spread_over_executors(spark, joined.with_live_projection(spread, live, spec.projection))
+            projected = projected.persist()
             spec.writing.joined_truth(projected, live).write.mode("overwrite").parquet(joined_path)
         except Exception as error:  # noqa: BLE001 - Spark and connector errors: the per-candidate reads report them
             cause = reason(error)
-            run.report["liveReads"] = f"{PER_CANDIDATE}: the direct join failed ({cause})"
-            log.warning("the live reads by direct join failed (%s): each candidate is re-read on its own", cause)
+            run.report["liveReads"] = f"{PER_CANDIDATE}: the reads in the executors failed ({cause})"
+            log.warning("the live reads in the executors failed (%s): each candidate is re-read on its own", cause)
             return candidates, context
         finally:
             if projected is not None:
                 projected.unpersist()
-        run.report["liveReads"] = DIRECT_JOIN
+        run.report["liveReads"] = DIRECT_JOIN if read_key is None else PARTITION_READS
         return spark.read.parquet(joined_path), replace(context, joined_reads_from=reads_from)
 
     def policy(self, run: Run) -> apply.ProjectionPolicy:

@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cql import CassandraSettings, close, connect, primary_key
 from james_consistency.engine import work_folder
 from james_consistency.engine.jvm import java_array, jvm_class
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
@@ -352,17 +352,12 @@ def read_ranges(
 def partition_key(settings: CassandraSettings, keyspace: str, table: str) -> list[str]:
     session = connect(settings)
     try:
-        rows = session.execute(
-            "SELECT column_name, kind, position FROM system_schema.columns "
-            "WHERE keyspace_name = %s AND table_name = %s",
-            (keyspace, table.lower()),
-        )
-        key = sorted((row.position, row.column_name) for row in rows if row.kind == "partition_key")
+        key, _ = primary_key(session, keyspace, table)
     finally:
         close(session)
     if not key:
         raise OperatorError(f"keyspace '{keyspace}' has no table {table}")
-    return [f'"{name}"' for _, name in key]
+    return [f'"{name}"' for name in key]
 
 
 @dataclass

@@ -86,7 +86,7 @@ public final class TokenRangeScan {
   }
 
   /** The session's connector settings (those set on a running session too), over the context's. */
-  private static SparkConf connectorConf(SparkSession spark) {
+  static SparkConf connectorConf(SparkSession spark) {
     SparkConf conf = spark.sparkContext().getConf().clone();
     for (Map.Entry<String, String> entry : JavaConverters.mapAsJavaMap(spark.conf().getAll()).entrySet()) {
       if (entry.getKey().startsWith("spark.cassandra.")) {
@@ -157,16 +157,20 @@ public final class TokenRangeScan {
           if (!hasNext()) {
             throw new NoSuchElementException();
           }
-          com.datastax.oss.driver.api.core.cql.Row row = rows.next();
-          Object[] values = new Object[types.length + 1];
-          values[0] = index;
-          for (int column = 0; column < types.length; column++) {
-            values[column + 1] = sparkValue(row.getObject(column), types[column]);
-          }
-          return RowFactory.create(values);
+          return sparkRow(rows.next(), types, index);
         }
       };
     }
+  }
+
+  /** The driver's row as a Spark row of {@code types}, after the {@code leading} values. */
+  static Row sparkRow(com.datastax.oss.driver.api.core.cql.Row row, DataType[] types, Object... leading) {
+    Object[] values = new Object[leading.length + types.length];
+    System.arraycopy(leading, 0, values, 0, leading.length);
+    for (int column = 0; column < types.length; column++) {
+      values[leading.length + column] = sparkValue(row.getObject(column), types[column]);
+    }
+    return RowFactory.create(values);
   }
 
   /** A value read by the Java driver as the external type Spark's row encoder takes for the connector's column type. */
