@@ -78,12 +78,46 @@ def _exclusive(root: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _reuse_compiled_templates() -> None:
+    """Every Data Docs page view GX renders builds a Jinja environment of its own, which compiles the site's templates
+    again: about two thirds of a gate's time (0.21 s a gate, 0.08 s with this). Their environments share one
+    in-memory bytecode cache instead, keyed as Jinja's file caches are (template name and source checksum)."""
+    from great_expectations.render.view.view import DefaultJinjaView
+    from jinja2 import BytecodeCache
+
+    if getattr(DefaultJinjaView.__init__, "reuses_compiled_templates", False):
+        return
+
+    class InMemoryBytecodeCache(BytecodeCache):
+        def __init__(self):
+            self.codes = {}
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.codes:
+                bucket.code = self.codes[bucket.key]
+
+        def dump_bytecode(self, bucket):
+            self.codes[bucket.key] = bucket.code
+
+    compiled, built = InMemoryBytecodeCache(), DefaultJinjaView.__init__
+
+    def init(view, *arguments, **options):
+        built(view, *arguments, **options)
+        if getattr(view, "env", None) is not None:
+            view.env.bytecode_cache = compiled
+
+    init.reuses_compiled_templates = True
+    DefaultJinjaView.__init__ = init
+
+
 def _context():
     """The file context of this process (built once: it takes seconds)."""
     root = str(gx_root())
     if root not in _CONTEXTS:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         import great_expectations as gx
+
+        _reuse_compiled_templates()
 
         context = gx.get_context(mode="file", project_root_dir=root)
         context.variables.progress_bars = {"globally": False}

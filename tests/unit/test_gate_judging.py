@@ -79,6 +79,28 @@ def test_results_and_data_docs_are_kept_under_the_gx_root(gx_root):
     assert (gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
 
 
+def test_a_later_gate_writes_its_data_docs_page_without_compiling_a_template_again(gx_root, monkeypatch):
+    import jinja2
+
+    compiled = []
+    compile_template = jinja2.Environment.compile
+    monkeypatch.setattr(
+        jinja2.Environment, "compile", lambda env, *args, **kw: compiled.append(1) or compile_template(env, *args, **kw)
+    )
+    pages = gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "validations" / "plan_safety"
+    figures = {"destructive_share": 0.5, "destructive_rows": 5, "projection_rows": 10}
+
+    gates.validate_figures(figures, "plan_safety", {"max_destructive_share": 0.05})
+    first = len(compiled)
+    failed = gates.validate_figures(figures, "plan_safety", {"max_destructive_share": 0.05})
+
+    assert not failed.success
+    assert len(compiled) == first, "the second gate's pages were rendered from the templates compiled before"
+    written = sorted(pages.rglob("*.html"))
+    newest = written[-1].read_text()
+    assert len(written) >= 2 and "destructive_share" in newest and "Unsuccessful" in newest
+
+
 def test_after_a_repair_each_confirmed_remaining_difference_fails_projection_matches_truth(spark):
     remaining = spark.createDataFrame(
         [("m", 1, "missing"), ("m", 2, "outdated")], "mailboxid string, uid long, kind string"
