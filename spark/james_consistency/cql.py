@@ -110,6 +110,15 @@ def primary_key(session, keyspace: str, table: str) -> tuple[list[str], list[str
     return [name for _, name in sorted(key["partition_key"])], [name for _, name in sorted(key["clustering"])]
 
 
+def column_types(session, keyspace: str, table: str) -> dict[str, str]:
+    """The table's columns and their CQL types as the schema spells them (`set<text>`, `frozen<...>`)."""
+    rows = session.execute(
+        "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table.lower()),
+    )
+    return {row.column_name: row.type for row in rows}
+
+
 def _looks_like_tls_required(reason: object) -> bool:
     text = str(reason)
     return any(

@@ -6,9 +6,12 @@ ranges journalled; the next run of the same target and keyspace scans only the o
 """
 
 import time
+import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from james_consistency.engine.projection_scan import hashed_as_serialized
 from james_consistency.engine.ranges import (
     in_ranges,
     partition_key,
@@ -20,10 +23,11 @@ from james_consistency.engine.ranges import (
 from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
+from james_consistency.projections.messages import message_projection
 from james_consistency.schema import create_schema
 from james_consistency.targets import run_target
 from support.james_platform import james_platform
-from support.messages import break_every_kind, insert, message, platform, projection, truth
+from support.messages import break_every_kind, insert, message, platform, projection, timeuuid, truth
 
 
 def run(spark, settings, keyspace, mode="repair", **options):
@@ -329,3 +333,57 @@ def test_only_the_rows_of_the_finished_ranges_are_kept(spark):
     assert in_ranges(frame, {"username": "text"}, 8, set()).count() == 0
     with pytest.raises(OperatorError, match="no token for a partition key of type blob"):
         in_ranges(frame, {"username": "blob"}, 8, finished)
+
+
+def changed(value, number: int):
+    """Another value of the same type."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, uuid.UUID):
+        return timeuuid(90_000 + number)
+    if isinstance(value, datetime):
+        return value + timedelta(seconds=1)
+    if isinstance(value, str):
+        return value + "x"
+    return {"$Changed"} if not value else None  # a set of user flags (None: none)
+
+
+@pytest.mark.parametrize("generation", ["3.9", "3.5"])
+def test_a_ranged_check_finds_a_change_of_any_one_value_column(
+    cql, cassandra_settings, spark, new_keyspace, generation
+):
+    keyspace = new_keyspace("onecolumn")
+    create_schema(cql, keyspace, generation)
+    spec = message_projection(generation)
+    rows = platform(cql, keyspace, generation, mailboxes=1, per_mailbox=len(spec.value_columns) + 2)
+    for row, column in zip(rows, spec.value_columns, strict=False):
+        cql.execute(
+            f"UPDATE {keyspace}.messageidtable SET {column} = %s WHERE mailboxid = %s AND uid = %s",
+            (changed(row[column], row["uid"]), row["mailboxid"], row["uid"]),
+        )
+    unchanged = rows[len(spec.value_columns)]
+    cql.execute(  # an empty set is stored as no value, like the truth's null: not a difference
+        f"UPDATE {keyspace}.messageidtable SET userflags = {{}} WHERE mailboxid = %s AND uid = %s",
+        (unchanged["mailboxid"], unchanged["uid"]),
+    )
+
+    report = run(spark, cassandra_settings, keyspace, mode="check", ranges=4)
+
+    assert hashed_as_serialized(cassandra_settings, keyspace, spec) == spec.value_columns
+    assert report["inconsistencies"] == {"missing": 0, "outdated": len(spec.value_columns), "orphan": 0}
+
+
+def test_tables_whose_value_types_differ_are_digested_from_converted_values(cql, cassandra_settings, new_keyspace):
+    keyspace = new_keyspace("othertypes")
+    create_schema(cql, keyspace, "3.5")
+    spec = message_projection("3.5")
+    cql.execute(f"DROP TABLE {keyspace}.messageidtable")
+    cql.execute(
+        f"CREATE TABLE {keyspace}.messageidtable (mailboxid timeuuid, uid bigint, messageid timeuuid, modseq int, "
+        "flaganswered boolean, flagdeleted boolean, flagdraft boolean, flagflagged boolean, flagrecent boolean, "
+        "flagseen boolean, flaguser boolean, userflags set<text>, PRIMARY KEY (mailboxid, uid))"
+    )
+
+    assert hashed_as_serialized(cassandra_settings, keyspace, spec) == ()

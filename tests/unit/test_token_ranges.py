@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from james_consistency.engine.projection_scan import serialized_once
 from james_consistency.engine.ranges import MAX_TOKEN, MIN_TOKEN, Window, token_ranges
 from james_consistency.errors import OperatorError
 
@@ -50,3 +51,24 @@ def test_a_token_belongs_to_the_range_whose_end_it_does_not_pass(count):
         assert range_index(count, start + 1) == index
         assert range_index(count, end) == index, "ranges are (start, end]"
     assert range_index(count, MIN_TOKEN + 1) == 0 and range_index(count, MAX_TOKEN) == count - 1
+
+
+@pytest.mark.parametrize(
+    ("cql_type", "hashed"),
+    [
+        ("timeuuid", True),
+        ("bigint", True),
+        ("boolean", True),
+        ("text", True),
+        ("timestamp", True),
+        ("set<text>", True),  # sorted by Cassandra, and stored empty as no value, as null is
+        ("frozen<set<text>>", False),  # an empty frozen set is a value, unlike null
+        ("list<text>", False),  # the diff compares lists sorted
+        ("map<text, int>", False),
+        ("double", False),  # 0.0 and -0.0 are equal values of two serializations
+        ("decimal", False),  # 1.0 and 1.00 too
+        (None, False),  # a column the table lacks
+    ],
+)
+def test_only_types_serialized_one_way_per_value_are_digested_as_serialized(cql_type, hashed):
+    assert serialized_once(cql_type) is hashed

@@ -13,9 +13,18 @@ from functools import partial
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from james_consistency.cql import CassandraSettings, close, column_types, connect
 from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import candidates_by_key, with_sample
-from james_consistency.engine.diff import KINDS, ORPHAN, compare, compared_by, digested, plan_metrics
+from james_consistency.engine.diff import (
+    KINDS,
+    ORPHAN,
+    compare,
+    compared_by,
+    digested,
+    normalize_empty_collections,
+    plan_metrics,
+)
 from james_consistency.engine.ranges import (
     Journal,
     RangedScan,
@@ -44,9 +53,11 @@ def scan(run: Run) -> Scan:
     if run.options.reuse_scan:
         return kept_scan(run)
     spec = run.repair.spec
-    decided = _scan_ranges(run) if _scans_in_ranges(run) else None
-    truth = spec.truth.scan(partial(_read, run))
-    projection = _read_projection(run)
+    ranged = _scans_in_ranges(run)
+    hashed = hashed_as_serialized(run.settings, run.keyspace, spec) if ranged else ()
+    decided = _scan_ranges(run, hashed) if ranged else None
+    truth = spec.truth.scan(partial(_read, run, hashed))
+    projection = _read_projection(run, hashed)
     truth_health = Observation(f"truth-{run.run_id}")
     observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
     kept_as_digests = run.ranged is not None and spec.mirrored_truth
@@ -94,7 +105,7 @@ def _scans_in_ranges(run: Run) -> bool:
     )
 
 
-def _scan_ranges(run: Run):
+def _scan_ranges(run: Run, hashed: tuple[str, ...]):
     """Scan the run's tables in journalled token ranges. None when every range is done; when the window ended first,
     for a truth whose every expected row comes from one partition of its table, the filter of the expected rows the
     finished ranges decide (their projection partition is scanned); WindowEnded for any other truth, or when no range
@@ -102,7 +113,7 @@ def _scan_ranges(run: Run):
     spec = run.repair.spec
     run.ranged = _ranged_scan(run)
     run.ranged.start((*spec.truth.tables, spec.projection_table))
-    tables = _tables_read(run)
+    tables = _tables_read(run, hashed)
     try:
         run.ranged.scan(tables)
         return None
@@ -117,12 +128,12 @@ def _scan_ranges(run: Run):
     return lambda expected: in_ranges(expected, key_types, run.ranged.count, done)
 
 
-def _tables_read(run: Run) -> list[ScannedTable]:
+def _tables_read(run: Run, hashed: tuple[str, ...]) -> list[ScannedTable]:
     """Every table the run's truth and projection read, as a ranged scan reads and keeps it, the projection last."""
     tables = []
 
     def record(table: str, columns: tuple[str, ...]) -> DataFrame:
-        tables.append(_scanned(run, table, read_table(run.spark, run.keyspace, table, columns)))
+        tables.append(_scanned(run, table, read_table(run.spark, run.keyspace, table, columns), hashed))
         return tables[-1].source
 
     run.repair.spec.truth.scan(record)
@@ -130,9 +141,10 @@ def _tables_read(run: Run) -> list[ScannedTable]:
     return tables
 
 
-def _scanned(run: Run, table: str, source: DataFrame) -> ScannedTable:
+def _scanned(run: Run, table: str, source: DataFrame, hashed: tuple[str, ...]) -> ScannedTable:
     """A table of the ranged scan: whole rows kept, or, for a mirrored truth, the digested rows the diff compares,
-    with the columns the candidates (and, of the truth, the health figures) read."""
+    with the columns the candidates (and, of the truth, the health figures) read. The digest is of the `hashed`
+    columns' serialized values, taken on the JVM side (see `hashed_as_serialized`), or else of their values."""
     spec = run.repair.spec
     if not spec.mirrored_truth:
         return ScannedTable(table, source)
@@ -140,11 +152,45 @@ def _scanned(run: Run, table: str, source: DataFrame) -> ScannedTable:
     if table == spec.truth.table:
         carried = (*carried, *spec.health.columns)
     carried = tuple(column for column in dict.fromkeys(carried) if column not in spec.key)
+    if hashed:
+        converted = source.select(*spec.key, *carried)
+        return ScannedTable(table, converted, lambda rows, _: normalize_empty_collections(rows), hashed)
 
     def keep(rows: DataFrame, passthrough: tuple[str, ...]) -> DataFrame:
         return digested(rows, (*passthrough, *spec.key), spec.value_columns, carried)[0]
 
     return ScannedTable(table, source, keep)
+
+
+# CQL types serialized one way per value (never a float's two zeros, a decimal's scales, a list's orders), and a
+# set of them, which Cassandra serializes sorted and, not frozen, stores empty as no value at all.
+SERIALIZED_ONCE = frozenset(
+    {"uuid", "timeuuid", "text", "varchar", "ascii", "bigint", "int", "smallint", "tinyint", "varint", "boolean",
+     "timestamp", "date", "time", "blob", "inet"}
+)  # fmt: skip
+
+
+def serialized_once(cql_type: str | None) -> bool:
+    if cql_type is not None and cql_type.startswith("set<") and cql_type.endswith(">"):
+        return cql_type[4:-1] in SERIALIZED_ONCE
+    return cql_type in SERIALIZED_ONCE
+
+
+def hashed_as_serialized(settings: CassandraSettings, keyspace: str, spec: ProjectionSpec) -> tuple[str, ...]:
+    """For a mirrored truth: the value columns a ranged scan reads into one digest of their values as Cassandra
+    serialized them (spared decoding and converting: jvm/TokenRangeScan), when each is of the same type in the truth
+    and the projection and serialized one way per value; () otherwise, when the digest is of converted values."""
+    if not spec.mirrored_truth:
+        return ()
+    session = connect(settings)
+    try:
+        truth, projection = (
+            column_types(session, keyspace, table) for table in (spec.truth.table, spec.projection_table)
+        )
+    finally:
+        close(session)
+    same = all(truth.get(column) == projection.get(column) for column in spec.value_columns)
+    return spec.value_columns if same and all(serialized_once(truth.get(c)) for c in spec.value_columns) else ()
 
 
 def _ranged_scan(run: Run) -> RangedScan:
@@ -162,16 +208,16 @@ def _ranged_scan(run: Run) -> RangedScan:
     )
 
 
-def _read(run: Run, table: str, columns: tuple[str, ...]) -> DataFrame:
+def _read(run: Run, hashed: tuple[str, ...], table: str, columns: tuple[str, ...]) -> DataFrame:
     """A table as the run reads it: a connector scan, or, in a ranged scan, the rows its ranges kept."""
     connector_scan = read_table(run.spark, run.keyspace, table, columns)
-    return run.ranged.table(_scanned(run, table, connector_scan)) if run.ranged else connector_scan
+    return run.ranged.table(_scanned(run, table, connector_scan, hashed)) if run.ranged else connector_scan
 
 
-def _read_projection(run: Run) -> DataFrame:
+def _read_projection(run: Run, hashed: tuple[str, ...]) -> DataFrame:
     """The projection's columns, only the part of the table this repair owns (the spec's view)."""
     spec = run.repair.spec
-    projection = _read(run, spec.projection_table, spec.columns)
+    projection = _read(run, hashed, spec.projection_table, spec.columns)
     return spec.projection.view(projection) if spec.projection.view is not None else projection
 
 

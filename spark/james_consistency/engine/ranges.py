@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 
 from james_consistency.cql import CassandraSettings, close, connect, primary_key
 from james_consistency.engine import work_folder
+from james_consistency.engine.diff import DIGEST
 from james_consistency.engine.jvm import java_array, jvm_class
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 from james_consistency.errors import OperatorError
@@ -299,16 +300,25 @@ def estimated_ranges(settings: CassandraSettings, keyspace: str, tables: list[st
 class ScannedTable:
     """A table a ranged scan reads: `source`, a lazy connector read giving the columns read, and `keep`, what of
     each row the cycle's work folder keeps (`keep(rows, passthrough)`: `passthrough` columns, such as the range index,
-    kept as they are; the default keeps whole rows)."""
+    kept as they are; the default keeps whole rows). `hashed`: columns read only into one digest of their serialized
+    values (DIGEST, a long after the source's columns; see read_ranges)."""
 
     name: str
     source: DataFrame
     keep: Callable[[DataFrame, tuple[str, ...]], DataFrame] = lambda rows, passthrough: rows
+    hashed: tuple[str, ...] = ()
 
     @property
-    def kept(self) -> DataFrame:
-        """The kept rows' columns, as a lazy frame."""
-        return self.keep(self.source, ())
+    def read_schema(self) -> T.StructType:
+        """The columns read_ranges gives (the range index aside): the source's, then the digest of the hashed ones."""
+        if not self.hashed:
+            return self.source.schema
+        return T.StructType([*self.source.schema.fields, T.StructField(DIGEST, T.LongType())])
+
+    @property
+    def kept_schema(self) -> T.StructType:
+        """The kept rows' columns."""
+        return self.read_schema if self.hashed else self.keep(self.source, ()).schema
 
 
 SCAN_CLASS = "org.james.consistency.TokenRangeScan"
@@ -328,11 +338,14 @@ def read_ranges(
     partition_key: list[str],
     ranges: list[tuple[int, int, int]],
     consistency: str,
+    hashed: tuple[str, ...] = (),
 ) -> DataFrame:
     """The table's rows in the (index, start, end] ranges, with the columns of `schema` as the connector presents
     them, each row prefixed by its range's index (`range_index`). Read in the executors by the JVM class of
     spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
-    cannot be restricted to a token range, and the Python driver reads a range at twice the CPU."""
+    cannot be restricted to a token range, and the Python driver reads a range at twice the CPU. With `hashed`
+    columns, the last field of `schema` is their digest (DIGEST): an xxhash64 of their values as Cassandra
+    serialized them, never decoded."""
     jvm = spark._jvm
     frame = jvm_class(spark, SCAN_CLASS).scan(
         spark._jsparkSession,
@@ -340,6 +353,7 @@ def read_ranges(
         table.lower(),
         java_array(spark, jvm.String, partition_key),
         spark._jsparkSession.parseDataType(with_range_index(schema).json()),
+        java_array(spark, jvm.String, list(hashed)),
         java_array(spark, jvm.int, [index for index, _, _ in ranges]),
         java_array(spark, jvm.long, [start for _, start, _ in ranges]),
         java_array(spark, jvm.long, [end for _, _, end in ranges]),
@@ -401,7 +415,9 @@ class RangedScan:
 
     def _name(self, table: ScannedTable) -> str:
         # The kept columns name the folder: rows kept in another form by an older run are not mixed with these.
-        columns = ",".join(table.kept.columns)
+        columns = ",".join(table.kept_schema.names)
+        if table.hashed:  # a digest of serialized values is never compared with one of converted values
+            columns += ";digest of serialized " + ",".join(table.hashed)
         return f"{table.name.lower()}-{hashlib.sha1(columns.encode()).hexdigest()[:8]}"
 
     def _location(self, name: str) -> str:
@@ -437,7 +453,9 @@ class RangedScan:
         if self.window.max_ranges is not None:
             batch = batch[: self.window.max_ranges - self.progress.scanned]
         location = self._location(name)
-        read = read_ranges(self.spark, self.keyspace, table.name, table.source.schema, key, batch, self.consistency)
+        read = read_ranges(
+            self.spark, self.keyspace, table.name, table.read_schema, key, batch, self.consistency, table.hashed
+        )
         rows = table.keep(read, ("range_index",))
         indexes = [index for index, _, _ in batch]
         # Each range's row count, measured by the write itself (no second read of what it wrote).
@@ -452,12 +470,12 @@ class RangedScan:
         self.progress.scanned += len(batch)
 
     def table(self, table: ScannedTable) -> DataFrame:
-        """The rows the finished ranges of the table kept (the columns of `table.kept`): all of it once the scan is
-        done."""
-        location, kept = self._location(self._name(table)), table.kept
+        """The rows the finished ranges of the table kept (the columns of `table.kept_schema`): all of it once the
+        scan is done."""
+        location, kept = self._location(self._name(table)), table.kept_schema
         if not work_folder.exists(self.spark, location):
-            return self.spark.createDataFrame([], kept.schema)
-        return self.spark.read.schema(with_range_index(kept.schema)).parquet(location).drop("range_index")
+            return self.spark.createDataFrame([], kept)
+        return self.spark.read.schema(with_range_index(kept)).parquet(location).drop("range_index")
 
     def done_ranges(self, table: ScannedTable) -> set[int]:
         return set(self.done.get(self._name(table), set()))

@@ -29,6 +29,7 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -144,7 +145,7 @@ public final class PartitionRead {
           if (!hasNext()) {
             throw new NoSuchElementException();
           }
-          return TokenRangeScan.sparkRow(rows.next(), types);
+          return RowFactory.create(TokenRangeScan.sparkValues(rows.next(), types, 0, 0));
         }
       };
     }

@@ -18,6 +18,7 @@ import java.time.Instant;
 import java.time.LocalDate;
 import java.time.LocalTime;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -35,12 +36,14 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.Platform;
 import scala.collection.JavaConverters;
 
 /**
@@ -56,7 +59,10 @@ public final class TokenRangeScan {
   /**
    * The rows of {@code keyspace.table} in the ranges (start, end], as a DataFrame of {@code schema}: its first field
    * is the range's index (an int), the others are the table's columns as the connector presents them (uuids as
-   * strings, sets and lists as arrays, timestamps).
+   * strings, sets and lists as arrays, timestamps). With {@code hashed} columns, the schema's last field is a long,
+   * their digest: an xxhash64 over each one's value as Cassandra serialized it (its length, -1 for null, then its
+   * bytes), which spares decoding and converting them. Equal serialized values give equal digests, so the caller
+   * hashes only columns whose serialization is one per value, of the same types in the tables it compares.
    */
   public static Dataset<Row> scan(
       SparkSession spark,
@@ -64,6 +70,7 @@ public final class TokenRangeScan {
       String table,
       String[] partitionKey,
       StructType schema,
+      String[] hashed,
       int[] indexes,
       long[] starts,
       long[] ends,
@@ -74,14 +81,18 @@ public final class TokenRangeScan {
       ranges.add(new long[] {indexes[i], starts[i], ends[i]});
     }
     StructField[] fields = schema.fields();
+    StructField[] converted = Arrays.copyOfRange(fields, 1, fields.length - (hashed.length > 0 ? 1 : 0));
     String columns =
-        Stream.of(fields).skip(1).map(field -> '"' + field.name() + '"').collect(Collectors.joining(", "));
+        Stream.concat(Stream.of(converted).map(StructField::name), Stream.of(hashed))
+            .map(name -> '"' + name + '"')
+            .collect(Collectors.joining(", "));
     String token = "token(" + String.join(", ", partitionKey) + ")";
     String cql =
         "SELECT " + columns + " FROM " + keyspace + "." + table + " WHERE " + token + " > ? AND " + token + " <= ?";
     JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
     RangeReader reader =
-        new RangeReader(CassandraConnector.apply(connectorConf(spark)), cql, consistency, pageSize, fields);
+        new RangeReader(
+            CassandraConnector.apply(connectorConf(spark)), cql, consistency, pageSize, converted, hashed.length);
     return spark.createDataFrame(context.parallelize(ranges, Math.max(ranges.size(), 1)).mapPartitions(reader), schema);
   }
 
@@ -103,13 +114,21 @@ public final class TokenRangeScan {
     private final String consistency;
     private final int pageSize;
     private final DataType[] types;
+    private final int hashed;
 
-    RangeReader(CassandraConnector connector, String cql, String consistency, int pageSize, StructField[] fields) {
+    RangeReader(
+        CassandraConnector connector,
+        String cql,
+        String consistency,
+        int pageSize,
+        StructField[] converted,
+        int hashed) {
       this.connector = connector;
       this.cql = cql;
       this.consistency = consistency;
       this.pageSize = pageSize;
-      this.types = Stream.of(fields).skip(1).map(StructField::dataType).toArray(DataType[]::new);
+      this.types = Stream.of(converted).map(StructField::dataType).toArray(DataType[]::new);
+      this.hashed = hashed;
     }
 
     @Override
@@ -157,20 +176,53 @@ public final class TokenRangeScan {
           if (!hasNext()) {
             throw new NoSuchElementException();
           }
-          return sparkRow(rows.next(), types, index);
+          com.datastax.oss.driver.api.core.cql.Row row = rows.next();
+          Object[] values = sparkValues(row, types, 1, hashed > 0 ? 1 : 0);
+          values[0] = index;
+          if (hashed > 0) {
+            values[values.length - 1] = digest(row, types.length, hashed);
+          }
+          return RowFactory.create(values);
         }
       };
     }
   }
 
-  /** The driver's row as a Spark row of {@code types}, after the {@code leading} values. */
-  static Row sparkRow(com.datastax.oss.driver.api.core.cql.Row row, DataType[] types, Object... leading) {
-    Object[] values = new Object[leading.length + types.length];
-    System.arraycopy(leading, 0, values, 0, leading.length);
-    for (int column = 0; column < types.length; column++) {
-      values[leading.length + column] = sparkValue(row.getObject(column), types[column]);
+  /** The xxhash64 of the serialized values of the row's {@code count} columns from {@code first}. */
+  static long digest(com.datastax.oss.driver.api.core.cql.Row row, int first, int count) {
+    long hash = DIGEST_SEED;
+    for (int column = first; column < first + count; column++) {
+      ByteBuffer value = row.getBytesUnsafe(column);
+      if (value == null) {
+        hash = XXH64.hashInt(-1, hash);
+        continue;
+      }
+      int length = value.remaining();
+      hash = XXH64.hashInt(length, hash);
+      if (value.hasArray()) {
+        long offset = Platform.BYTE_ARRAY_OFFSET + value.arrayOffset() + value.position();
+        hash = XXH64.hashUnsafeBytes(value.array(), offset, length, hash);
+      } else {
+        byte[] bytes = new byte[length];
+        value.duplicate().get(bytes);
+        hash = XXH64.hashUnsafeBytes(bytes, Platform.BYTE_ARRAY_OFFSET, length, hash);
+      }
     }
-    return RowFactory.create(values);
+    return hash;
+  }
+
+  private static final long DIGEST_SEED = 42;
+
+  /**
+   * The values of the row's first columns, as Spark takes them for {@code types}, with {@code before} free slots
+   * before them and {@code after} after them.
+   */
+  static Object[] sparkValues(com.datastax.oss.driver.api.core.cql.Row row, DataType[] types, int before, int after) {
+    Object[] values = new Object[before + types.length + after];
+    for (int column = 0; column < types.length; column++) {
+      values[before + column] = sparkValue(row.getObject(column), types[column]);
+    }
+    return values;
   }
 
   /** A value read by the Java driver as the external type Spark's row encoder takes for the connector's column type. */
