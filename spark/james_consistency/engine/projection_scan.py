@@ -31,8 +31,11 @@ from james_consistency.engine.ranges import (
     ScannedTable,
     Window,
     WindowEnded,
+    estimated_ranges,
     in_ranges,
     partition_key,
+    read_ranges,
+    token_ranges,
 )
 from james_consistency.engine.run import Run, Scan
 from james_consistency.engine.spec import ProjectionSpec
@@ -54,14 +57,16 @@ def scan(run: Run) -> Scan:
         return kept_scan(run)
     spec = run.repair.spec
     ranged = _scans_in_ranges(run)
-    hashed = hashed_as_serialized(run.settings, run.keyspace, spec) if ranged else ()
+    hashed = hashed_as_serialized(run.settings, run.keyspace, spec)
     decided = _scan_ranges(run, hashed) if ranged else None
-    truth = spec.truth.scan(partial(_read, run, hashed))
-    projection = _read_projection(run, hashed)
+    # Without ranges, a truth digested as serialized is read by the same reader, over the whole ring, nothing kept.
+    streamed = _whole_ring(run) if hashed and not ranged else None
+    truth = spec.truth.scan(partial(_read, run, hashed, streamed))
+    projection = _read_projection(run, hashed, streamed)
     truth_health = Observation(f"truth-{run.run_id}")
     observed_truth = truth.observe(truth_health, F.count(F.lit(1)).alias("truth_rows"), *spec.health.metrics())
-    kept_as_digests = run.ranged is not None and spec.mirrored_truth
-    compared = diff_with_truth(spec, observed_truth, projection, decided, kept_as_digests)
+    as_digests = spec.mirrored_truth and (run.ranged is not None or streamed is not None)
+    compared = diff_with_truth(spec, observed_truth, projection, decided, as_digests)
     unreadable, unreadable_errors = 0, []
     if spec.unreadable is not None:
         compared, unreadable, unreadable_errors = _leave_unreadable_truth_alone(run, truth, compared)
@@ -208,16 +213,32 @@ def _ranged_scan(run: Run) -> RangedScan:
     )
 
 
-def _read(run: Run, hashed: tuple[str, ...], table: str, columns: tuple[str, ...]) -> DataFrame:
-    """A table as the run reads it: a connector scan, or, in a ranged scan, the rows its ranges kept."""
+def _whole_ring(run: Run) -> list[tuple[int, int, int]]:
+    """The (index, start, end] token ranges a scan without a journal reads the tables in: a Spark task each."""
+    spec, parallelism = run.repair.spec, max(run.spark.sparkContext.defaultParallelism, 1)
+    count = estimated_ranges(run.settings, run.keyspace, [*spec.truth.tables, spec.projection_table], parallelism)
+    return [(index, start, end) for index, (start, end) in enumerate(token_ranges(count))]
+
+
+def _read(run: Run, hashed: tuple[str, ...], streamed: list | None, table: str, columns: tuple[str, ...]) -> DataFrame:
+    """A table as the run reads it: a connector scan; in a ranged scan, the rows its ranges kept; or, `streamed`,
+    the digested rows read range by range as a ranged scan reads them, at the connector's read consistency."""
     connector_scan = read_table(run.spark, run.keyspace, table, columns)
-    return run.ranged.table(_scanned(run, table, connector_scan, hashed)) if run.ranged else connector_scan
+    if run.ranged:
+        return run.ranged.table(_scanned(run, table, connector_scan, hashed))
+    if streamed is None:
+        return connector_scan
+    scanned = _scanned(run, table, connector_scan, hashed)
+    consistency = run.spark.conf.get("spark.cassandra.input.consistency.level", "LOCAL_ONE")
+    key = partition_key(run.settings, run.keyspace, table)
+    rows = read_ranges(run.spark, run.keyspace, table, scanned.read_schema, key, streamed, consistency, hashed)
+    return scanned.keep(rows, ()).drop("range_index")
 
 
-def _read_projection(run: Run, hashed: tuple[str, ...]) -> DataFrame:
+def _read_projection(run: Run, hashed: tuple[str, ...], streamed: list | None) -> DataFrame:
     """The projection's columns, only the part of the table this repair owns (the spec's view)."""
     spec = run.repair.spec
-    projection = _read(run, hashed, spec.projection_table, spec.columns)
+    projection = _read(run, hashed, streamed, spec.projection_table, spec.columns)
     return spec.projection.view(projection) if spec.projection.view is not None else projection
 
 
@@ -227,7 +248,7 @@ def diff_with_truth(
     """The projection the truth derives, compared with the one scanned, key by key. With `decided` (a filter of the
     expected rows whose projection partition was scanned), only what a part of the ring decides: missing and
     outdated rows there; an orphan's truth may lie in a part not scanned yet. `kept_as_digests`: both sides are
-    the digested rows a ranged scan of a mirrored truth kept, the truth's rows already the expected ones."""
+    the digested rows a range-by-range read of a mirrored truth gave, the truth's rows already the expected ones."""
     in_decided = decided or (lambda expected: expected)
     if kept_as_digests:
         by = compared_by(projection, spec.value_columns)

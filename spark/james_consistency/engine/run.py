@@ -79,8 +79,9 @@ class RunOptions:
     reuse_scan: bool = False
     # The share of consistent keys the check keeps for a verify that reuses its scan.
     verify_sample_fraction: float = 0.001
-    # Scan in journalled token ranges (0: as many as the data size asks for; None: one connector scan), resuming
-    # the unfinished scan of the same target and keyspace unless `fresh`; stop at a range boundary after `until`.
+    # Scan in journalled token ranges (0: as many as the data size asks for; None: one scan, nothing journalled),
+    # resuming the unfinished scan of the same target and keyspace unless `fresh`; stop at a range boundary after
+    # `until`.
     ranges: int | None = None
     until: float | None = None
     fresh: bool = False
