@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections.abc import Callable
 
 from james_consistency.cql import CassandraSettings, close, connect
 from james_consistency.paths import LOCAL_DIR
@@ -43,15 +44,19 @@ def prepare_keyspace(
     rate: float,
     seed: int,
     replication_factor: int = 1,
+    repair: Callable[[], object] | None = None,
 ) -> dict:
-    """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them."""
+    """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them. A reused
+    keyspace is `repair`ed first: a bench stopped mid-way left it broken, and the rates would add up."""
     marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
     seeded = json.loads(marker.read_text()) if _exists(settings, keyspace) and marker.exists() else None
     if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
         seeded = _seed(spark, settings, keyspace, messages, seed, replication_factor)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps(seeded, default=str))
-    # A keyspace reused from an earlier bench was repaired since: break other rows than last time.
+    elif repair is not None:
+        repair()
+    # Break other rows than last time.
     kinds = BROKEN_KINDS if rate > 0 else ()
     broken = break_kinds(settings, keyspace, kinds, rate / len(BROKEN_KINDS), seed + int(time.time()))
     return {"seeded": seeded, "broken": broken}

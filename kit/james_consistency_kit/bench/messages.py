@@ -99,7 +99,14 @@ def prepare(bench: MessagesBench) -> None:
     from james_consistency.schema import detect_generation
 
     bench.preparation = prepare_keyspace(
-        bench.spark, bench.settings, bench.keyspace, bench.messages, bench.rate, bench.seed, bench.replication_factor
+        bench.spark,
+        bench.settings,
+        bench.keyspace,
+        bench.messages,
+        bench.rate,
+        bench.seed,
+        bench.replication_factor,
+        repair=lambda: bench.run("repair", allow_destructive=True),
     )
     session = connect(bench.settings, bench.keyspace)
     try:

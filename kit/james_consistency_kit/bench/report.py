@@ -56,8 +56,8 @@ METHOD = """\
 `make bench` starts the local Cassandra node and runs `james-consistency bench messages --messages 1000000
 --inconsistency-rate 0.01`: one Spark session (`local[*]`) on the same machine as the node, both sharing its cores.
 The keyspace is made by James 3.8.1's own `schema` command and filled by the project's seeder (reused by later runs
-of the same size), then broken at the given rate: messageIdTable rows missing, with stale flags, or orphaned. Every
-phase that repairs faces the keyspace broken again at that rate. In order:
+of the same size, repaired first, untimed), then broken at the given rate: messageIdTable rows missing, with stale
+flags, or orphaned. Every phase that repairs faces the keyspace broken again at that rate. In order:
 
 {phases}
 
