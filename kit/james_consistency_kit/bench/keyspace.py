@@ -1,6 +1,8 @@
-"""The benched keyspace: seeded once per size (and reused), broken again before each phase that repairs it."""
+"""The benched keyspace: seeded once per size (and reused until the orphans broken shrank it), broken again before
+each phase that repairs it."""
 
 import json
+import logging
 import time
 from collections.abc import Callable
 
@@ -12,7 +14,13 @@ from james_consistency_kit import james_harness
 # The James release the bench compares with; when its harness is built, it creates the bench keyspace.
 JAMES_VERSION = "3.8.1"
 
+log = logging.getLogger("james_consistency")
+
 BROKEN_KINDS = ("projection-missing", "projection-stale-flags", "projection-orphan")
+# A bench's start seeds its keyspace afresh once it holds fewer messages than this share of the size asked for.
+RESEED_BELOW = 0.98
+# What the keyspace's marker counts of the messages the orphans deleted since it was seeded.
+MESSAGES_DELETED = "messagesDeleted"
 
 # The faults that break each projection other than messageIdTable (the bench of `messages` has its own).
 TARGET_FAULTS = {
@@ -45,21 +53,55 @@ def prepare_keyspace(
     seed: int,
     replication_factor: int = 1,
     repair: Callable[[], object] | None = None,
+    reseed_below: float | None = None,
 ) -> dict:
     """Seed `messages` messages (reused when the keyspace already holds them), then break `rate` of them. A reused
-    keyspace is `repair`ed first: a bench stopped mid-way left it broken, and the rates would add up."""
+    keyspace is `repair`ed first: a bench stopped mid-way left it broken, and the rates would add up. With
+    `reseed_below` (a bench's start), a reused keyspace left with fewer messages than that share of `messages` is
+    dropped and seeded afresh: each orphan broken is a message deleted from imapUidTable for good, and the size
+    benched would drift down bench after bench."""
     marker = LOCAL_DIR / "bench" / f"{keyspace}.json"
     seeded = json.loads(marker.read_text()) if _exists(settings, keyspace) and marker.exists() else None
+    if seeded is not None and reseed_below is not None:
+        left = _messages_left(spark, keyspace, seeded)
+        if left < reseed_below * messages:
+            log.info("bench keyspace %s holds %d of its %d messages: seeded afresh", keyspace, left, messages)
+            _drop(settings, keyspace)
+            seeded = None
     if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
         seeded = _seed(spark, settings, keyspace, messages, seed, replication_factor)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(seeded, default=str))
+        _write_marker(marker, seeded)
     elif repair is not None:
         repair()
     # Break other rows than last time.
     kinds = BROKEN_KINDS if rate > 0 else ()
     broken = break_kinds(settings, keyspace, kinds, rate / len(BROKEN_KINDS), seed + int(time.time()))
+    seeded[MESSAGES_DELETED] = seeded.get(MESSAGES_DELETED, 0) + broken.get("projection-orphan", 0)
+    _write_marker(marker, seeded)
     return {"seeded": seeded, "broken": broken}
+
+
+def _write_marker(marker, seeded: dict) -> None:
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(seeded, default=str))
+
+
+def _messages_left(spark, keyspace: str, seeded: dict) -> int:
+    """The messages a reused keyspace still holds: as its marker counts them, else (a marker from before the count)
+    as imapUidTable does."""
+    if MESSAGES_DELETED in seeded:
+        return seeded["messages"] - seeded[MESSAGES_DELETED]
+    from james_consistency.engine.tables import read_table
+
+    return read_table(spark, keyspace, "imapuidtable", ("messageid",)).count()
+
+
+def _drop(settings: CassandraSettings, keyspace: str) -> None:
+    session = connect(settings)
+    try:
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    finally:
+        close(session)
 
 
 def break_kinds(settings: CassandraSettings, keyspace: str, kinds, rate: float, seed: int) -> dict[str, int]:

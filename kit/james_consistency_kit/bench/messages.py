@@ -18,7 +18,13 @@ from james_consistency.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench.james import NOT_BUILT, james_message_phases
 from james_consistency_kit.bench.jobs import read_table, run_job
-from james_consistency_kit.bench.keyspace import JAMES_VERSION, bench_keyspace, bench_prefix, prepare_keyspace
+from james_consistency_kit.bench.keyspace import (
+    JAMES_VERSION,
+    RESEED_BELOW,
+    bench_keyspace,
+    bench_prefix,
+    prepare_keyspace,
+)
 from james_consistency_kit.bench.measure import CpuClock, Timed, driver_memory, timed
 from james_consistency_kit.bench.results import cluster, machine, run_record
 
@@ -94,7 +100,8 @@ def bench_messages(
 
 
 def prepare(bench: MessagesBench) -> None:
-    """Seed the keyspace (or reuse it), break it at the benched rate, and read which schema it holds."""
+    """Seed the keyspace (or reuse it, unless it lost too many messages), break it at the benched rate, and read which
+    schema it holds."""
     from james_consistency.projections.messages import message_columns
     from james_consistency.schema import detect_generation
 
@@ -107,6 +114,7 @@ def prepare(bench: MessagesBench) -> None:
         bench.seed,
         bench.replication_factor,
         repair=lambda: bench.run("repair", allow_destructive=True),
+        reseed_below=RESEED_BELOW,
     )
     session = connect(bench.settings, bench.keyspace)
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from james_consistency.paths import PROJECT_ROOT
 
+from james_consistency_kit.bench.keyspace import RESEED_BELOW
 from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night, on_a_cluster
 from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load, on_one_node, where
 
@@ -56,8 +57,9 @@ METHOD = """\
 `make bench` starts the local Cassandra node and runs `james-consistency bench messages --messages 1000000
 --inconsistency-rate 0.01`: one Spark session (`local[*]`) on the same machine as the node, both sharing its cores.
 The keyspace is made by James 3.8.1's own `schema` command and filled by the project's seeder (reused by later runs
-of the same size, repaired first, untimed), then broken at the given rate: messageIdTable rows missing, with stale
-flags, or orphaned. Every phase that repairs faces the keyspace broken again at that rate. In order:
+of the same size, repaired first, untimed; seeded afresh once the orphans broken left it under {reseed:.0%} of that
+size), then broken at the given rate: messageIdTable rows missing, with stale flags, or orphaned. Every phase that
+repairs faces the keyspace broken again at that rate. In order:
 
 {phases}
 
@@ -83,9 +85,10 @@ SPARK_MASTER=spark://127.0.0.1:7077 james-consistency bench messages --messages 
 Its keyspaces are `bench_james_rf3_<N>`, its executors run the shipped product zip, and its file records where it ran
 (`cluster`); the Latest figures stay those on one node.
 """.format(
+    reseed=RESEED_BELOW,
     phases="\n".join(
         ["| phase | what it measures |", "|---|---|", *(f"| {name} | {what} |" for name, what in PHASES_MEASURED)]
-    )
+    ),
 )
 
 
