@@ -3,6 +3,7 @@
 Every assertion on the tables is made with CQL, comparing messageIdTable with imapUidTable row for row.
 """
 
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -25,6 +26,41 @@ def adaptive_execution(spark):
         yield
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", before)
+
+
+# Spark's defaults, as the jobs run: the suite's session compiles no code (support/spark_session.py).
+COMPILING = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+
+
+@contextmanager
+def compiled_plans(spark):
+    """The session with whole-stage code generation on, as the jobs run."""
+    before = {key: spark.conf.get(key) for key in COMPILING}
+    for key, value in COMPILING.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+def executed_plans(spark) -> dict[int, str]:
+    """The physical plans of the latest queries the session ran, by execution id (Spark's SQL status store keeps the
+    last thousand)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    listed = spark._jvm.scala.collection.JavaConverters.seqAsJavaList(executions)
+    return {execution.executionId(): execution.physicalPlanDescription() for execution in listed}
+
+
+# An operator of a compiled stage: `* Project (4)` in the plan's tree, `Codegen id : 1` in its details.
+COMPILED = re.compile(r"[-+] \* \w|Codegen id")
+
+
+def written_to(plan: str) -> str:
+    """The work folder entry a plan writes (its last path part), or '' for a plan that writes none."""
+    found = re.search(r"InsertIntoHadoopFsRelationCommand\s*\n?.*?file:\S*?/([\w-]+),", plan, re.DOTALL)
+    return found.group(1) if found else ""
 
 
 def live_read_partitions(monkeypatch) -> dict[str, int]:
@@ -280,3 +316,27 @@ def test_verify_after_repair_passes_its_gate(cql, cassandra_settings, spark, new
     assert before_repair.value.report["remainingInconsistencies"] == 6
     assert before_repair.value.report["gates"][-1]["name"] == "projection_matches_truth"
     assert after_repair["remainingInconsistencies"] == 0 and after_repair["status"] == "COMPLETED"
+
+
+def test_the_scan_runs_compiled_and_the_re_check_of_its_candidates_interpreted(
+    cql, cassandra_settings, spark, new_keyspace, tmp_path
+):
+    """Compiling a query plan pays off over every row of both tables, not over the candidates' few: the scan and its
+    diff run as the session compiles them, the re-check and what follows it interpreted, and the session's setting
+    is left as it was."""
+    keyspace = new_keyspace("compiled")
+    create_schema(cql, keyspace, "3.9")
+    break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    earlier = max(executed_plans(spark), default=-1)
+
+    with compiled_plans(spark):
+        report = run(spark, cassandra_settings, keyspace, run_dir=str(tmp_path))
+        setting_after = spark.conf.get("spark.sql.codegen.wholeStage")
+
+    plans = {written_to(plan): plan for execution, plan in executed_plans(spark).items() if execution > earlier}
+    assert report["status"] == "COMPLETED" and projection(cql, keyspace) == truth(cql, keyspace)
+    assert {"candidates", "outcomes", "before-images"} <= set(plans)
+    assert COMPILED.search(plans["candidates"]), "the scan's diff is compiled"
+    assert not COMPILED.search(plans["outcomes"]), "the re-check and fixes run interpreted"
+    assert not COMPILED.search(plans["before-images"])
+    assert setting_after == "true", "the session compiles its own queries as before"
