@@ -495,9 +495,10 @@ class Table:
 
 
 def _table_metadata(session, keyspace: str, name: str):
-    """The driver's metadata of a table, the whole schema read again when the table is not in it: the driver follows
-    schema changes by events, and an event whose refresh failed or was skipped (a timeout, no schema agreement; logged
-    at debug level only) leaves its table out until the next full refresh."""
+    """The driver's metadata of a table, the whole schema read again when the table is not in it: the product's
+    sessions read no schema when they connect (cql.connect), and a session that does follows schema changes by events,
+    where an event whose refresh failed or was skipped (a timeout, no schema agreement; logged at debug level only)
+    leaves its table out until the next full refresh."""
     for attempt in range(2):
         found = session.cluster.metadata.keyspaces.get(keyspace)
         if found is not None and name in found.tables:

@@ -1,15 +1,23 @@
-"""The undo reads a table's columns from the driver's schema metadata, which follows schema changes by events: a table
-missing from it (an event's refresh that failed or was skipped) is read again, not a failed image."""
+"""The undo reads a table's columns from the driver's schema metadata, which the product's sessions do not read when
+they connect, and which follows schema changes by events: a table missing from it (never read, or an event's refresh
+that failed or was skipped) is read again, not a failed image."""
 
 import pytest
 from cassandra.cluster import Cluster
+from james_consistency.cql import close, connect
 from james_consistency.errors import OperatorError
 from james_consistency.undo import Table
 
 
-@pytest.fixture
-def session_without_schema_events(cassandra_settings):
-    """A real driver session that follows no schema change after it connected, as one whose refreshes all failed."""
+@pytest.fixture(params=["following-no-schema-event", "the-product's-own"])
+def session_without_schema_events(cassandra_settings, request):
+    """A real driver session that follows no schema change after it connected, as one whose refreshes all failed; or
+    one of the product's, which reads no schema at all."""
+    if request.param == "the-product's-own":
+        session = connect(cassandra_settings)
+        yield session
+        close(session)
+        return
     cluster = Cluster(
         [cassandra_settings.host], port=cassandra_settings.port, protocol_version=4, schema_event_refresh_window=-1
     )
