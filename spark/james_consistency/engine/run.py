@@ -236,7 +236,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     _hash_small_joins(spark)
     run = Run(options, settings, spark, repair, scan_codegen=spark.conf.get(WHOLE_STAGE_CODEGEN, "true"))
     # The re-check's queries each handle thousands of rows: compiling their plans cost more than running them (on
-    # the 1M bench, the JIT compiler took about a third of the JVM's CPU in the repair and verify steps).
+    # the 1M bench, the JIT compiler took nearly half of the JVM's CPU in the repair and verify steps).
     with whole_stage_codegen(spark, "false"):
         return _execute(run)
 
