@@ -18,31 +18,27 @@ GENERATIONS = ["3.9", "3.5"]
 
 
 @contextmanager
-def adaptive_execution(spark):
-    """The session with Spark's adaptive execution on, as the jobs run (the suite's session turns it off)."""
-    before = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "true")
-    try:
-        yield
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", before)
-
-
-# Spark's defaults, as the jobs run: the suite's session compiles no code (support/spark_session.py).
-COMPILING = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
-
-
-@contextmanager
-def compiled_plans(spark):
-    """The session with whole-stage code generation on, as the jobs run."""
-    before = {key: spark.conf.get(key) for key in COMPILING}
-    for key, value in COMPILING.items():
+def session_conf(spark, conf: dict[str, str]):
+    """The session with `conf` set meanwhile, then as it was."""
+    before = {key: spark.conf.get(key) for key in conf}
+    for key, value in conf.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
         for key, value in before.items():
             spark.conf.set(key, value)
+
+
+def adaptive_execution(spark):
+    """The session with Spark's adaptive execution on, as the jobs run (the suite's session turns it off)."""
+    return session_conf(spark, {"spark.sql.adaptive.enabled": "true"})
+
+
+def compiled_plans(spark):
+    """The session with whole-stage code generation on, Spark's default as the jobs run (the suite's session compiles
+    no code: support/spark_session.py)."""
+    return session_conf(spark, {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"})
 
 
 def executed_plans(spark) -> dict[int, str]:
