@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from urllib.parse import quote
 
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cql import CassandraSettings
 from james_consistency.errors import OperatorError
 from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.run_report import read_report, summary_line
@@ -61,6 +61,7 @@ def run_demo(
 ):
     from james_consistency_kit import james_harness
     from james_consistency_kit.faults import inject
+    from james_consistency_kit.seed import drop_keyspace
 
     keyspace = validate_keyspace_name(keyspace)
     node = LocalNode.from_env()
@@ -68,11 +69,7 @@ def run_demo(
     print(f"1. Cassandra {status['release_version']} ready on {status['address']} (data in {status['home']})")
 
     settings = CassandraSettings.from_env(host="127.0.0.1", port=node.native_port)
-    session = connect(settings)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
-    finally:
-        close(session)
+    drop_keyspace(settings, keyspace)
     on_keyspace = ["--keyspace", keyspace]
     sizes = ["--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
     seeded = james_harness.run(

@@ -31,6 +31,15 @@ EPOCH_2026_MS = 1_767_225_600_000
 MAILBOX_NODE, MESSAGE_NODE = 0x01, 0x02
 
 
+def drop_keyspace(settings: CassandraSettings, keyspace: str) -> None:
+    """The keyspace dropped, so that it is seeded afresh (the demo's, a shrunk bench keyspace)."""
+    session = connect(settings)
+    try:
+        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    finally:
+        close(session)
+
+
 def user_name(index: int) -> str:
     return f"user{index:05d}@{DOMAIN}"
 

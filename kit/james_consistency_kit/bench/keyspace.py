@@ -66,7 +66,9 @@ def prepare_keyspace(
         left = _messages_left(spark, keyspace, seeded)
         if left < reseed_below * messages:
             log.info("bench keyspace %s holds %d of its %d messages: seeded afresh", keyspace, left, messages)
-            _drop(settings, keyspace)
+            from james_consistency_kit.seed import drop_keyspace
+
+            drop_keyspace(settings, keyspace)
             seeded = None
     if seeded is None or seeded.get("requested", seeded.get("messages")) != messages:
         seeded = _seed(spark, settings, keyspace, messages, seed, replication_factor)
@@ -96,14 +98,6 @@ def _messages_left(spark, keyspace: str, seeded: dict) -> int:
     from james_consistency.engine.tables import read_table
 
     return read_table(spark, keyspace, "imapuidtable", ("messageid",)).count()
-
-
-def _drop(settings: CassandraSettings, keyspace: str) -> None:
-    session = connect(settings)
-    try:
-        session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
-    finally:
-        close(session)
 
 
 def break_kinds(settings: CassandraSettings, keyspace: str, kinds, rate: float, seed: int) -> dict[str, int]:
