@@ -5,6 +5,7 @@ import json
 
 import pytest
 from james_consistency.errors import OperatorError
+from james_consistency_kit.bench import results
 from james_consistency_kit.bench.report import write_report
 from james_consistency_kit.cli import main
 
@@ -62,7 +63,14 @@ def messages_result(date: str, bare_scan: float = 20.0) -> dict:
         "date": date,
         "commit": "abc1234",
         "uncommittedChanges": False,
-        "machine": {"cores": 2, "processor": "a test processor", "memoryGiB": 24.0, "loadAverageAtStart": [0.5, 1, 2]},
+        "machine": {
+            "cores": 2,
+            "processor": "a test processor",
+            "memoryGiB": 24.0,
+            "loadAverageAtStart": [0.5, 1, 2],
+            "speedReferenceSecondsAtStart": 0.26,
+            "speedReferenceSecondsAtEnd": 0.31,
+        },
     }
 
 
@@ -102,6 +110,7 @@ def test_the_latest_run_is_a_table_of_its_phases_against_the_bare_scan_and_james
     assert "`messages-new.json`, 2026-11-28 09:30 UTC, commit `abc1234`" in latest
     assert "messages-old.json" not in latest, "only the newest run of a target is in the latest figures"
     assert "load average when the bench started 0.50 / 1.00 / 2.00" in latest
+    assert "speed reference (a fixed one-core loop, higher on a slower host) 0.26 s at the start and 0.31 s" in latest
     # James's unthrottled task takes 100 s for these 100,000 truth rows (1,000 a second).
     assert _row(latest, "bare scan (both tables, every column)") == [
         "bare scan (both tables, every column)", "20.0 s", "10,000 rows/s",
@@ -139,9 +148,21 @@ def test_the_history_lists_every_run_newest_first_with_the_recorded_ones(publish
     dates = [line.split("|")[1].strip() for line in history.splitlines() if line.startswith("| 2026-")]
     assert dates == ["2026-11-28 09:30 UTC", "2026-11-27 08:00 UTC", "2026-11-26 07:25 UTC"]
     newest = next(line for line in history.splitlines() if "messages-new.json" in line)
-    assert "| 1.80 cores, 0.50 |" in newest, "the machine's load beside the run's figures"
+    assert "| 1.80 cores, 0.50, ref 0.26 s |" in newest, "the machine's load and speed beside the run's figures"
     recorded = next(line for line in history.splitlines() if "d6da176" in line)
     assert "882,442" in recorded and "17.1 s" in recorded and "2.23x" in recorded and "recorded by hand" in recorded
+
+
+def test_a_run_records_the_hosts_speed_at_its_start_and_its_end(monkeypatch):
+    timings = iter([0.5, 0.3, 0.4, 0.9, 0.7, 0.8])  # the loop's three timings at the start, then at the end
+    clock = iter(value for timing in timings for value in (0.0, timing))
+    monkeypatch.setattr(results.time, "perf_counter", lambda: next(clock))
+
+    record = results.run_record(results.machine())
+
+    assert record["machine"]["speedReferenceSecondsAtStart"] == 0.3, "the best of three"
+    assert record["machine"]["speedReferenceSecondsAtEnd"] == 0.7
+    assert record["machine"]["loadAverageAtStart"] and record["machine"]["cores"]
 
 
 def test_the_figure_is_a_png_beside_the_page(published, tmp_path):

@@ -347,7 +347,7 @@ HISTORY_COLUMNS = (
     ("resumedOverUninterrupted", "resumed / uninterrupted"),
     ("repairOverJamesUnthrottled", "repair / James (throughput)"),
     ("nightlyCpuOverBareScanCpu", "nightly CPU / bare scan CPU"),
-    ("load", "machine load: bare scan's busy cores, load average at start"),
+    ("load", "machine: bare scan's busy cores, load average at start, speed reference at start"),
     ("source", "source"),
 )
 
@@ -505,6 +505,7 @@ def history_record(result: BenchFile) -> dict:
         "nightlyCpuOverBareScanCpu": ratios.get("nightlyRunCpuOverBareScanCpu"),
         "bareScanBusyCores": figures.get("machineCpu", {}).get("bareScan", {}).get("busyCores"),
         "loadAverageAtStart": (figures.get("machine") or {}).get("loadAverageAtStart", [None])[0],
+        "speedReferenceSeconds": (figures.get("machine") or {}).get("speedReferenceSecondsAtStart"),
         "note": "" if on_one_node(figures) else f"on {where(figures)}",
     }
 
@@ -515,7 +516,9 @@ def history_section(rows: list[dict]) -> str:
         "",
         "Every published run, newest first, with the figures the README recorded before this page existed "
         "(`docs/benchmarks/history.json`). The machine varies from hour to hour (three runs within three hours on "
-        "2026-11-25 timed the same bare scan at 18.9 s, 29.1 s and 23.0 s): compare ratios, not times.",
+        "2026-11-25 timed the same bare scan at 18.9 s, 29.1 s and 23.0 s) and from day to day with an idle load "
+        "average; since 2026-12-02 a run records its speed reference (`ref`: the best of three timings of a fixed "
+        "one-core loop, higher on a slower host): compare ratios, and times only at a like reference.",
         "",
         "| " + " | ".join(title for _, title in HISTORY_COLUMNS) + " | note |",
         "|" + "---|" * (len(HISTORY_COLUMNS) + 1),
@@ -541,7 +544,10 @@ def _history_cell(row: dict, key: str) -> str:
         return f"{row[key]:,}" if row.get(key) else "—"
     if key == "load":
         busy, load = row.get("bareScanBusyCores"), row.get("loadAverageAtStart")
-        parts = ([f"{busy:.2f} cores"] if busy is not None else []) + ([f"{load:.2f}"] if load is not None else [])
+        speed = row.get("speedReferenceSeconds")
+        parts = [f"{busy:.2f} cores"] if busy is not None else []
+        parts += [f"{load:.2f}"] if load is not None else []
+        parts += [f"ref {speed:.2f} s"] if speed is not None else []
         return ", ".join(parts) or "—"
     if key == "target":
         return row.get(key) or "—"
@@ -684,4 +690,8 @@ def _machine(record: dict) -> str:
     text = ", ".join(part for part in parts if part)
     if load:
         text += f"; load average when the bench started {' / '.join(f'{value:.2f}' for value in load)} (1, 5, 15 min)"
+    speeds = [record.get(f"speedReferenceSeconds{when}") for when in ("AtStart", "AtEnd")]
+    if speeds[0] is not None:
+        text += f"; speed reference (a fixed one-core loop, higher on a slower host) {speeds[0]:.2f} s at the start"
+        text += f" and {speeds[1]:.2f} s at the end" if speeds[1] is not None else ""
     return text + "."

@@ -1,12 +1,15 @@
 """The bench's JSON result files: written to .local/bench/ by a run, published to docs/benchmarks/ for the page.
 
 A run's figures end with its record: when it finished, the commit it ran, and the machine (cores, processor,
-memory, and its load average when the bench started: what else was running)."""
+memory, its load average when the bench started: what else was running, and the time of a fixed one-core workload at
+the start and the end: how fast the host was that day, which the load cannot show)."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,14 +22,33 @@ from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
 PUBLISHED_DIR = PROJECT_ROOT / "docs" / "benchmarks"
 
 
+# The additions the speed reference times (a fraction of a second on one core).
+SPEED_REFERENCE_ADDITIONS = 5_000_000
+
+
 def machine() -> dict:
-    """The machine the bench runs on, and its load average (1, 5, 15 min) now."""
+    """The machine the bench runs on, its load average (1, 5, 15 min) and its speed (`speed_reference_seconds`) now."""
     return {
         "cores": os.cpu_count(),
         "processor": _processor(),
         "memoryGiB": round(psutil.virtual_memory().total / 2**30, 1),
         "loadAverageAtStart": [round(load, 2) for load in os.getloadavg()],
+        "speedReferenceSecondsAtStart": speed_reference_seconds(),
     }
+
+
+def speed_reference_seconds() -> float:
+    """The best of three timings of a fixed one-core workload (a Python loop of SPEED_REFERENCE_ADDITIONS additions):
+    higher on a slower host. A virtual machine's host can be twice as slow one day as another with the same processor
+    name and an idle load average; runs are compared by their ratios, and by this figure when the times differ."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for value in range(SPEED_REFERENCE_ADDITIONS):
+            total += value
+        best = min(best, time.perf_counter() - started)
+    return round(best, 3)
 
 
 def cassandra_nodes(settings: CassandraSettings) -> int:
@@ -84,8 +106,10 @@ def where(figures: dict) -> str:
 
 
 def run_record(started_on: dict) -> dict:
-    """What a run's figures end with: when it finished, the code it ran, the machine (`machine()` at its start)."""
-    return {"date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), **_commit(), "machine": started_on}
+    """What a run's figures end with: when it finished, the code it ran, the machine (`machine()` at its start, and
+    its speed again at the end)."""
+    ended = {"speedReferenceSecondsAtEnd": speed_reference_seconds()}
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), **_commit(), "machine": {**started_on, **ended}}
 
 
 def write_figures(figures: dict, path: str | None) -> Path:
