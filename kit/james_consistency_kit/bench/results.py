@@ -39,8 +39,8 @@ def machine() -> dict:
 
 def speed_reference_seconds() -> float:
     """The best of three timings of a fixed one-core workload (a Python loop of SPEED_REFERENCE_ADDITIONS additions):
-    higher on a slower host. A virtual machine's host can be twice as slow one day as another with the same processor
-    name and an idle load average; runs are compared by their ratios, and by this figure when the times differ."""
+    higher on a slower host. The same 2-core machine can be twice as slow one day as another with an idle load average
+    (its host changed, or its share of it); runs are compared by their ratios, and by this figure when times differ."""
     best = math.inf
     for _ in range(3):
         started = time.perf_counter()
