@@ -1,6 +1,10 @@
 """spark-submit entry point: repair (or check, or verify) one James projection. See james_consistency.jobs."""
 
-from james_consistency.jobs import end_process, main
+from james_consistency.installed_pyspark import prefer_installed_pyspark
+
+prefer_installed_pyspark()
+
+from james_consistency.jobs import end_process, main  # noqa: E402 (after the path change)
 
 if __name__ == "__main__":
     end_process(main())

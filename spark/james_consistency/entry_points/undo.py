@@ -1,6 +1,10 @@
 """spark-submit entry point: take a repair back from its before-images. See james_consistency.jobs."""
 
-from james_consistency.jobs import end_process, undo_main
+from james_consistency.installed_pyspark import prefer_installed_pyspark
+
+prefer_installed_pyspark()
+
+from james_consistency.jobs import end_process, undo_main  # noqa: E402 (after the path change)
 
 if __name__ == "__main__":
     end_process(undo_main())
