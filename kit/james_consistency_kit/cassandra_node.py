@@ -8,6 +8,7 @@ import os
 import secrets
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -444,13 +445,20 @@ class LocalRing:
         return ",".join(node.address for node in self.nodes())
 
     def start(self, timeout: float = 240.0) -> list[dict]:
-        """Start the nodes one after the other (a node joins once the previous one answers CQL)."""
-        return [node.start(timeout) for node in self.nodes()]
+        """Start the seed, then the other nodes together once it answers CQL: none of them bootstraps (the ring is
+        new: auto_bootstrap is off), so none waits for another to finish joining."""
+        seed, *others = self.nodes()
+        started = [seed.start(timeout)]
+        with ThreadPoolExecutor(max(1, len(others))) as pool:
+            return started + list(pool.map(lambda node: node.start(timeout), others))
 
     def stop(self, number: int | None = None) -> list[int]:
-        """Stop one node or all of them; the numbers of the nodes that were running."""
+        """Stop one node or all of them, all at once (each flushes its memtables on the way out); the numbers of the
+        nodes that were running."""
         numbers = [number] if number is not None else list(range(1, self.size + 1))
-        return [n for n in numbers if self.node(n).stop()]
+        with ThreadPoolExecutor(len(numbers)) as pool:
+            stopped = list(pool.map(lambda n: self.node(n).stop(), numbers))
+        return [n for n, was_running in zip(numbers, stopped, strict=True) if was_running]
 
     def status(self) -> list[dict]:
         return [{"node": number, **node.status()} for number, node in enumerate(self.nodes(), start=1)]
