@@ -1,8 +1,10 @@
 """spark-submit entry point: diagnose (check), repair or verify mailbox <-> path. See james_consistency.jobs."""
 
 from james_consistency.installed_pyspark import prefer_installed_pyspark
+from james_consistency.lean_gx_import import lean_gx_import
 
 prefer_installed_pyspark()
+lean_gx_import()
 
 from james_consistency.jobs import end_process, mailboxes_main  # noqa: E402 (after the path change)
 

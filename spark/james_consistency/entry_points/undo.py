@@ -1,8 +1,10 @@
 """spark-submit entry point: take a repair back from its before-images. See james_consistency.jobs."""
 
 from james_consistency.installed_pyspark import prefer_installed_pyspark
+from james_consistency.lean_gx_import import lean_gx_import
 
 prefer_installed_pyspark()
+lean_gx_import()
 
 from james_consistency.jobs import end_process, undo_main  # noqa: E402 (after the path change)
 
