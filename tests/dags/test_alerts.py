@@ -1,6 +1,7 @@
 """Alerts on a failed gate, as an operator receives them: a real SMTP server on loopback (aiosmtpd) and a real HTTP
 receiver stand in for the mail relay and the chat webhook; the failure comes from a real dag.test() run of
-message_consistency on a corrupt truth (real node, Spark and Great Expectations)."""
+message_consistency on a corrupt truth (real node, Spark and Great Expectations), the same run that shows the gate
+stopping it before anything is written."""
 
 import email
 import email.policy
@@ -16,7 +17,8 @@ from urllib.parse import quote
 
 import pytest
 from james_consistency.schema import create_schema
-from support.messages import insert, message, platform
+from support.dag_runs import announcements, task_states
+from support.messages import insert, message, platform, projection, write_times
 
 DAG_ID = "message_consistency"
 AIRFLOW_URL = "https://airflow.example.org"
@@ -128,13 +130,15 @@ def mrkdwn_texts(payload: dict) -> str:
 
 @pytest.fixture(scope="module")
 def failed_gate_run(dagbag, cassandra_node, cql, tmp_path_factory):
-    """One real run of message_consistency on a corrupt truth (a uid 0, a null modseq) with mail and chat
-    configured as a deployment would: the gate stops it, the notifier alerts."""
+    """One real run of message_consistency on a corrupt truth (a uid 0, a null modseq) beside a projection row
+    missing, with mail and chat configured as a deployment would: the gate stops it, the notifier alerts."""
     keyspace = f"dagalert_{uuid.uuid4().hex[:8]}"
     create_schema(cql, keyspace, "3.9")
     rows = platform(cql, keyspace, "3.9")
+    cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = 2", (rows[0]["mailboxid"],))
     bad = message("3.9", rows[0]["mailboxid"], 0, 4_242, modseq=None)
     insert(cql, keyspace, "imapuidtable", bad)
+    projection_before, written_before = projection(cql, keyspace), write_times(cql, keyspace)
     smtp, webhook = SmtpServer(), WebhookReceiver()
     alert_log = tmp_path_factory.mktemp("alerts") / "alerts.jsonl"
     with pytest.MonkeyPatch.context() as env:
@@ -153,11 +157,35 @@ def failed_gate_run(dagbag, cassandra_node, cql, tmp_path_factory):
         run=run,
         keyspace=keyspace,
         bad_row=bad,
+        projection_before=projection_before,
+        written_before=written_before,
         mails=smtp.mails,
         posts=webhook.posts,
         alerts=[json.loads(line) for line in alert_log.read_text().splitlines()] if alert_log.exists() else [],
     )
     cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+
+
+def test_a_corrupt_truth_fails_at_the_gate_and_writes_nothing(failed_gate_run, cql):
+    run, keyspace = failed_gate_run.run, failed_gate_run.keyspace
+
+    assert str(run.state) == "failed"
+    states = task_states(run)
+    assert states["check"] == "failed"
+    assert states["repair"] in ("upstream_failed", "None")
+    assert states["report"] in ("upstream_failed", "None")
+    assert announcements(keyspace) == [], "a failed night: counters_recompute is not scheduled"
+    check = next(ti for ti in run.get_task_instances() if ti.task_id == "check")
+    assert (check.try_number, check.max_tries) == (1, 2), "a failed gate is not transient: no retry"
+    assert projection(cql, keyspace) == failed_gate_run.projection_before, "the missing row is not added"
+    assert write_times(cql, keyspace) == failed_gate_run.written_before
+    assert len(failed_gate_run.alerts) == 1
+    alert = failed_gate_run.alerts[0]
+    assert alert["dag_id"] == DAG_ID and alert["task_id"] == "check" and alert["run_id"] == run.run_id
+    assert alert["report"]["keyspace"] == keyspace
+    gate = alert["report"]["failed_gates"][0]
+    assert gate["gate"] == "messages_truth_health"
+    assert {failure["target"] for failure in gate["failed_expectations"]} == {"uid_below_1", "null_modseq"}
 
 
 def test_a_failed_gate_is_mailed_with_its_validation_summary(failed_gate_run):
