@@ -9,32 +9,10 @@ from types import SimpleNamespace
 import pytest
 from james_consistency.schema import create_schema
 from james_consistency.settings import setting
-from support.dag_runs import announcements
+from support.dag_runs import announcements, report_summary, task_states
 from support.messages import break_every_kind, platform, projection, truth, write_times
 
 DAG_ID = "message_consistency"
-
-
-def task_states(run) -> dict[str, str]:
-    return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-
-
-def report_xcom(run) -> dict | None:
-    """What the report task pushed (test code may read the metadata database; task code may not)."""
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        value = session.scalar(
-            select(XComModel.value).where(
-                XComModel.dag_id == DAG_ID,
-                XComModel.run_id == run.run_id,
-                XComModel.task_id == "report",
-                XComModel.key == "return_value",
-            )
-        )
-    return None if value is None else XComModel.deserialize_value(SimpleNamespace(value=value))
 
 
 def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_against_test_node, cql, new_keyspace):
@@ -52,7 +30,7 @@ def test_a_dry_run_stops_after_the_check_and_writes_nothing(dagbag, airflow_agai
     assert states["check"] == "success" and states["report"] == "success"
     assert states["repair"] == states["verify"] == "skipped"
     assert write_times(cql, keyspace) == before
-    summary = report_xcom(run)
+    summary = report_summary(run)
     assert summary["check"]["inconsistencies"] == found and set(summary) == {"check"}
     assert announcements(keyspace) == [], "a dry run changes nothing: counters_recompute is not scheduled"
 
@@ -215,7 +193,7 @@ def test_a_run_whose_window_ends_stops_well_and_the_next_run_goes_on(
         "verify": "skipped",
         "report": "success",
     }
-    assert report_xcom(stopped)["check"]["windowEnded"] == "window ended, 16 ranges left"
+    assert report_summary(stopped)["check"]["windowEnded"] == "window ended, 16 ranges left"
     assert write_times(cql, keyspace) == before, "nothing written"
     assert airflow_against_test_node() == [], "no alert"
 
@@ -232,7 +210,7 @@ def test_a_run_whose_window_ends_stops_well_and_the_next_run_goes_on(
         "verify": "success",
         "report": "success",
     }
-    summary = report_xcom(resumed)
+    summary = report_summary(resumed)
     assert summary["check"]["ranges"]["resumed"] is True
     assert summary["check"]["inconsistencies"] == found, "the resumed check reports the whole scan's findings"
     assert summary["repair"]["reusedScan"]["runId"]
