@@ -33,6 +33,8 @@ class GateResult:
     data_docs: str = ""
     # Rows behind a failure, when the gate judged figures measured on a table (e.g. the truth's health).
     sample_rows: list[dict] = field(default_factory=list)
+    # The run that judged these figures, when this verdict is repeated by a run reusing its scan ("": this run's).
+    judged_by_run: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)

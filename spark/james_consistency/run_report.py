@@ -1,8 +1,8 @@
 """The run report: the contract every reader relies on (the DAGs, the alerts, the metrics, the history, the command
 line, the mailbox approval, an operator's own dashboards). Its typed model `RunReport`, versioned by `schemaVersion`,
-is published as a JSON Schema (docs/run-report.schema.json, `james-consistency report-schema`). Readers go through it:
-`read_report(path)` gives a RunReport whatever its version (a report from before the schema was published has
-`schemaVersion` 0 and reads the same); `summary_line` tells a run in one line.
+is published as a JSON Schema (docs/run-report.schema.json, `python -m james_consistency.run_report`). Readers go
+through it: `read_report(path)` gives a RunReport whatever its version (a report from before the schema was published
+has `schemaVersion` 0 and reads the same); `summary_line` tells a run in one line.
 
 The statuses are James's COMPLETED and PARTIAL, and ours: FAILED (a gate or the infrastructure stopped the run),
 NOT_APPLICABLE (no such table in this James generation), WINDOW_ENDED (stopped at a range boundary; the next run goes
@@ -67,6 +67,11 @@ class GateVerdict(_Part):
     data_docs: str = ""
     sample_rows: list[dict[str, Any]] = Field(default_factory=list)
     blocking: bool = Field(True, description="False: a gate whose failure is an answer (there is work), not a fault")
+    judged_by_run: str = Field(
+        "",
+        description="The run that judged these figures when this one reused its scan (a repair or verify after the "
+        "check): its verdict, repeated; empty when this run judged them",
+    )
 
 
 class Plan(_Part):
@@ -347,3 +352,7 @@ def summary_line(report: RunReport) -> str:
     if report.error:
         line += f"; {report.error}"
     return line + f" ({report.durationSeconds or 0}s)"
+
+
+if __name__ == "__main__":  # the published schema, as docs/run-report.schema.json holds it
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))

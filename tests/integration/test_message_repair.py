@@ -12,7 +12,17 @@ import pytest
 from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.schema import create_schema
 from james_consistency.targets import run_target
-from support.messages import break_every_kind, insert, message, platform, projection, timeuuid, truth, write_times
+from support.messages import (
+    break_every_kind,
+    corrupt_the_truth,
+    insert,
+    message,
+    platform,
+    projection,
+    timeuuid,
+    truth,
+    write_times,
+)
 
 GENERATIONS = ["3.9", "3.5"]
 
@@ -251,9 +261,7 @@ def test_safety_threshold_stops_a_mass_delete_before_writing(cql, cassandra_sett
 def test_corrupt_truth_fails_the_health_gate_and_writes_nothing(cql, cassandra_settings, spark, new_keyspace):
     keyspace = new_keyspace("corrupt")
     create_schema(cql, keyspace, "3.9")
-    rows = platform(cql, keyspace, "3.9")
-    cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = 3", (rows[0]["mailboxid"],))
-    insert(cql, keyspace, "imapuidtable", message("3.9", rows[0]["mailboxid"], 0, 8_000, modseq=None))
+    corrupt_the_truth(cql, keyspace, platform(cql, keyspace, "3.9"))
     before = projection(cql, keyspace)
 
     with pytest.raises(GateFailed) as failure:

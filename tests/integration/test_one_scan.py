@@ -9,7 +9,7 @@ from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.errors import OperatorError
 from james_consistency.schema import create_schema
 from james_consistency.targets import run_target
-from support.messages import break_every_kind, platform, projection, truth
+from support.messages import break_every_kind, corrupt_the_truth, platform, projection, truth
 
 
 def run(spark, settings, keyspace, mode, run_dir, target="messages", **options):
@@ -37,6 +37,12 @@ def test_check_repair_verify_scan_once(cql, cassandra_settings, spark, new_keysp
     assert check["inconsistencies"] == found
     assert repair["status"] == "COMPLETED"
     assert repair["reusedScan"]["runId"] == check["runId"]
+    # The figures the check judged are the repair's: it repeats the check's health verdict, naming the check.
+    assert [(gate["name"], gate["judged_by_run"]) for gate in check["gates"]] == [("messages_truth_health", "")]
+    assert [(gate["name"], gate["judged_by_run"]) for gate in repair["gates"]] == [
+        ("messages_truth_health", check["runId"]),
+        ("plan_safety", ""),
+    ]
     assert repair["inconsistencies"] == found
     assert repair["processedImapUidEntries"] == 30
     assert (repair["addedMessageIdEntries"], repair["updatedMessageIdEntries"], repair["removedMessageIdEntries"]) == (
@@ -59,6 +65,51 @@ def test_check_repair_verify_scan_once(cql, cassandra_settings, spark, new_keysp
     assert report["remainingInconsistencies"] == 1
     assert report["inconsistencies"] == {"missing": 1, "outdated": 0, "orphan": 0}
     assert report["remainingSample"][0]["uid"] == later["uid"]
+    assert [gate["judged_by_run"] for gate in report["gates"]] == [check["runId"], ""]
+
+
+def test_a_repair_reusing_a_scan_whose_truth_failed_its_gate_stops_before_writing(
+    cql, cassandra_settings, spark, new_keyspace, tmp_path
+):
+    keyspace = new_keyspace("onescansick")
+    create_schema(cql, keyspace, "3.9")
+    corrupt_the_truth(cql, keyspace, platform(cql, keyspace, "3.9"))
+    before = projection(cql, keyspace)
+    run_dir = tmp_path / "run"
+    with pytest.raises(GateFailed) as check:
+        run(spark, cassandra_settings, keyspace, "check", run_dir)
+
+    with pytest.raises(GateFailed) as repair:
+        run(spark, cassandra_settings, keyspace, "repair", run_dir, reuse_scan=True)
+
+    judged = check.value.report["gates"][-1]
+    repeated = repair.value.report["gates"][-1]
+    assert (repeated["name"], repeated["success"]) == ("messages_truth_health", False)
+    assert repeated["judged_by_run"] == check.value.report["runId"]
+    assert repeated["failed_expectations"] == judged["failed_expectations"]
+    assert repeated["sample_rows"] == judged["sample_rows"] == [judged["sample_rows"][0]]
+    assert projection(cql, keyspace) == before
+
+
+def test_a_repair_judges_the_truth_itself_when_the_check_it_reuses_ran_without_gates(
+    cql, cassandra_settings, spark, new_keyspace, tmp_path
+):
+    keyspace = new_keyspace("onescanungated")
+    create_schema(cql, keyspace, "3.9")
+    break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
+    run_dir = tmp_path / "run"
+    run(spark, cassandra_settings, keyspace, "check", run_dir)  # judged: its verdict is kept with its scan
+    ungated = run(spark, cassandra_settings, keyspace, "check", run_dir, gates_enabled=False)  # a new scan
+
+    repair = run(spark, cassandra_settings, keyspace, "repair", run_dir, reuse_scan=True)
+
+    assert "gates" not in ungated or not ungated["gates"]
+    assert repair["reusedScan"]["runId"] == ungated["runId"]
+    assert [(gate["name"], gate["judged_by_run"]) for gate in repair["gates"]] == [
+        ("messages_truth_health", ""),
+        ("plan_safety", ""),
+    ]
+    assert projection(cql, keyspace) == truth(cql, keyspace)
 
 
 def test_verify_reusing_the_scan_passes_after_a_repair(cql, cassandra_settings, spark, new_keyspace, tmp_path):

@@ -100,3 +100,11 @@ def break_every_kind(cql, keyspace, generation, rows):
     # orphan at a wrong uid: a real message of the truth, projected at a uid it does not have (James keeps it).
     insert(cql, keyspace, "messageidtable", dict(by_uid[(mailbox, 6)], uid=600))
     return {"missing": 2, "outdated": 2, "orphan": 2}
+
+
+def corrupt_the_truth(cql, keyspace, rows):
+    """A truth row James would never write (uid 0, no modSeq), beside a missing projection row that a repair would
+    add: the truth-health gate must stop the run before that write."""
+    mailbox = rows[0]["mailboxid"]
+    cql.execute(f"DELETE FROM {keyspace}.messageidtable WHERE mailboxid = %s AND uid = 3", (mailbox,))
+    insert(cql, keyspace, "imapuidtable", message("3.9", mailbox, 0, 8_000, modseq=None))

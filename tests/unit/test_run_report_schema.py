@@ -54,7 +54,7 @@ BEFORE_THE_SCHEMA = {
 def test_the_published_schema_is_the_one_the_model_generates():
     published = json.loads(PUBLISHED.read_text())
 
-    assert published == json_schema(), "run `james-consistency report-schema --write` and commit docs/"
+    assert published == json_schema(), "run `python -m james_consistency.run_report > docs/run-report.schema.json`"
 
 
 def test_every_james_field_name_of_every_projection_is_a_field_of_the_report():

@@ -132,6 +132,9 @@ class ProjectionRepair(Repair):
             report["inconsistencies"],
         )
 
+    def keep_health_verdict(self, run: Run, scanned: Scan, verdict: gates.GateResult) -> None:
+        projection_scan.keep_health_verdict(run, scanned, verdict)
+
     def check(self, run: Run, scanned: Scan) -> str:
         return PARTIAL if run.report.get("unreadableTruth") else COMPLETED
 

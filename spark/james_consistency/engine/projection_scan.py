@@ -41,6 +41,7 @@ from james_consistency.engine.run import Run, Scan
 from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
+from james_consistency.gates import GateResult
 from james_consistency.paths import LOCAL_DIR
 
 log = logging.getLogger("james_consistency")
@@ -48,6 +49,8 @@ log = logging.getLogger("james_consistency")
 # A kept scan older than this is not reused: the repair would work from a picture of another night.
 MAX_REUSED_SCAN_AGE_SECONDS = 24 * 3600
 CANDIDATES = "candidates"
+# The health gate's verdict on a kept scan, as the check that made the scan judged it.
+HEALTH_VERDICT = "health-gate.json"
 
 
 def scan(run: Run) -> Scan:
@@ -274,6 +277,23 @@ def _write_candidates(run: Run, compared: DataFrame, truth: DataFrame, keys: Obs
     ).write.mode("overwrite").parquet(run.path(CANDIDATES))
 
 
+def keep_health_verdict(run: Run, scanned: Scan, verdict: GateResult) -> None:
+    """The health gate's verdict on the scan this run kept, for the repair and verify that reuse the scan: they
+    repeat it rather than judge the same figures again."""
+    document = {"scanRunId": scanned.run_id, "verdict": verdict.as_dict()}
+    _write_json(run.spark, run.path(HEALTH_VERDICT), document)
+
+
+def _kept_health_verdict(run: Run, scan_run_id: str) -> dict | None:
+    """The verdict kept with the scan of `scan_run_id`; None when that scan was not judged (a check without gates
+    leaves none, and one left by an older check is another scan's)."""
+    url = run.path(HEALTH_VERDICT)
+    if not work_folder.exists(run.spark, url):
+        return None
+    document = _read_json(run.spark, url)
+    return document["verdict"] if document.get("scanRunId") == scan_run_id else None
+
+
 def kept_scan(run: Run) -> Scan:
     """The scan a check kept in this run's work folder, for this target and keyspace, not older than a day."""
     try:
@@ -303,6 +323,7 @@ def kept_scan(run: Run) -> Scan:
         candidates=run.path(CANDIDATES),
         unreadable=kept["unreadable"],
         unreadable_errors=kept["unreadableErrors"],
+        health_verdict=_kept_health_verdict(run, kept["runId"]),
     )
 
 

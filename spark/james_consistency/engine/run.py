@@ -184,6 +184,8 @@ class Scan:
     unreadable: int = 0
     unreadable_errors: list = field(default_factory=list)
     truth: DataFrame | None = None  # only for a scan made by this run: the health gate's problem sample
+    # A kept scan's health verdict, as the run that made the scan judged it (GateResult fields), when it was judged.
+    health_verdict: dict | None = None
 
 
 @contextmanager
@@ -308,9 +310,14 @@ def judge(run: Run, scanned: Scan) -> None:
     repair, options = run.repair, run.options
     repair.describe_truth(run, scanned)
     if options.gates_enabled and repair.health_suite:
-        result = gates.validate_figures(scanned.health, repair.health_suite, asset=repair.health_asset)
-        if not result.success and scanned.truth is not None and hasattr(repair, "problem_sample"):
-            result.sample_rows = repair.problem_sample(scanned.truth, options.sample_size)
+        if scanned.health_verdict is not None:
+            # A kept scan's figures were judged by the run that made it: the same figures, the same verdict.
+            result = gates.GateResult(**{**scanned.health_verdict, "judged_by_run": scanned.run_id})
+        else:
+            result = gates.validate_figures(scanned.health, repair.health_suite, asset=repair.health_asset)
+            if not result.success and scanned.truth is not None and hasattr(repair, "problem_sample"):
+                result.sample_rows = repair.problem_sample(scanned.truth, options.sample_size)
+            repair.keep_health_verdict(run, scanned, result)
         gate(run, result)
     repair.describe(run, scanned)
 

@@ -349,6 +349,11 @@ class Repair(ABC):
     def verify(self, run, scan) -> str:
         """A verify after the scan: what is left, judged by its gate; the status."""
 
+    def keep_health_verdict(self, run, scan, verdict) -> None:
+        """The health gate's verdict (gates.GateResult) on the scan this run made, kept with the scan when a later
+        run may reuse it (nothing to keep by default)."""
+        return None
+
     def finish_report(self, run, status: str) -> str:
         """Last fields when the run ends (however it ends); the status may change (e.g. window ended)."""
         return status
