@@ -294,13 +294,14 @@ def spark_session(app_name: str):
     command line."""
     from pyspark.sql import SparkSession
 
-    from james_consistency.spark_env import connector_secrets
+    from james_consistency.spark_env import connector_secrets, import_named_classes
 
     builder = SparkSession.builder.appName(app_name)
     for key, value in connector_secrets(CassandraSettings.from_env()).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(setting("SPARK_LOG_LEVEL"))
+    import_named_classes(spark)
     return spark
 
 
