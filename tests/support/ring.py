@@ -51,9 +51,10 @@ def settle(ring: LocalRing, keyspace: str, timeout: float = 300) -> None:
     """Wait until every node coordinates a read at ALL of each of the keyspace's tables.
 
     A restarted node answers CQL before its peers mark it up, and the writes it missed reach it later (hints). Until
-    then a read can time out on a replica its coordinator still counts as down, and a LOCAL_ONE scan (the check's)
-    can read the stale replica. Reads at ALL succeed only once every node answers every other, and they read-repair
-    what a replica missed: the next step of a story finds the ring as the last one left it."""
+    then a read can time out on a replica its coordinator has not reconnected to (the check then reports a range of
+    the truth unreadable), and a read at ONE can find the stale replica. Reads at ALL succeed only once every node
+    answers every other, and they read-repair what a replica missed: the next step of a story finds the ring as the
+    last one left it."""
     tables = None
     deadline = time.monotonic() + timeout
     for node in ring.nodes():
