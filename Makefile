@@ -38,7 +38,7 @@ traffic: setup
 	@. scripts/env.sh && pytest -s -q tests/integration/test_live_traffic.py
 
 # The repairs through a local Spark standalone cluster on a local 3-node Cassandra ring (started and stopped by the
-# tests; see README "A Cassandra ring and a Spark cluster"). Also part of `make test-end-to-end`.
+# tests; see docs/architecture.md, "Tests"). Also part of `make test-end-to-end`.
 cluster-test: setup
 	@. scripts/env.sh && pytest -q -p no:cacheprovider tests/cluster
 

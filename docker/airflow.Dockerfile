@@ -50,6 +50,6 @@ ENV JAMES_CONSISTENCY_LOCAL_DIR=/opt/james-consistency \
     PYSPARK_PYTHON=python3 \
     PYSPARK_DRIVER_PYTHON=python3
 # The install holds its package data and finds the connector's jars and its own; the DAGs' bundle is there; no kit.
-RUN python -c "import importlib.util, james_airflow.bundle as b, james_consistency.paths as p; \
+RUN python -c "import importlib.util, james_airflow.bundle as b, james_consistency.runtime.paths as p; \
 assert p.spark_jars()[-1].name == 'james-consistency-jvm.jar'; assert (b.DAGS_FOLDER / 'message_consistency.py').is_file(); \
 assert importlib.util.find_spec('james_consistency_kit') is None, 'the local kit is not for the image'"

@@ -5,6 +5,7 @@ The jar is compiled from spark/james_consistency/jvm/*.java against Spark's and 
 environment does not have: scripts/setup.sh (or the image's jars stage) compiles it first, next to its sources.
 """
 
+import shutil
 from pathlib import Path
 
 from setuptools import build_meta
@@ -12,6 +13,9 @@ from setuptools.build_meta import *  # noqa: F403 - every other hook is setuptoo
 
 JVM_FOLDER = Path(__file__).resolve().parents[1] / "spark" / "james_consistency" / "jvm"
 JVM_JAR = JVM_FOLDER / "james-consistency-jvm.jar"
+# setuptools copies the packages here and never removes what it copied before: a module moved or deleted since the
+# last build would ship again.
+BUILD_LIB = Path(__file__).resolve().parents[1] / "build" / "lib"
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
@@ -21,6 +25,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             f"{JVM_JAR} is missing or older than {', '.join(sorted(stale))}: "
             "run scripts/setup.sh (it compiles the JVM side) before building the wheel"
         )
+    shutil.rmtree(BUILD_LIB, ignore_errors=True)
     return build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 

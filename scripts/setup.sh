@@ -64,7 +64,7 @@ if [ ! -f "$jvm_jar" ] || [ -n "$(find "$jvm" -name '*.java' -newer "$jvm_jar")"
   rm -f .local/jars/spark-driver-classes.stamp  # the class archive holds the jar's former classes
 fi
 # The Spark driver's class archive (spark_env.ensure_class_archive): every spark-submit job starts ~2 s sooner.
-.venv/bin/python -m james_consistency.spark_env
+.venv/bin/python -m james_consistency.runtime.spark_env
 
 # What a Spark cluster's executors get besides the product zip (built from the installed package when a job is
 # submitted): a Python with pyspark and the third-party packages only (no project), the local standalone cluster's

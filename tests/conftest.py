@@ -10,8 +10,8 @@ import time
 import uuid
 
 import pytest
-from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.runtime.paths import LOCAL_DIR, REPORTS_DIR
 from james_consistency.settings import setting
 from james_consistency_kit import spark_cluster
 from james_consistency_kit.cassandra_node import LocalNode
@@ -113,7 +113,7 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_configure(config):
     if WORKER_INDEX:
-        from james_consistency.paths import PROJECT_ROOT
+        from james_consistency.runtime.paths import PROJECT_ROOT
 
         subprocess.run([str(PROJECT_ROOT / "scripts" / "airflow-init.sh")], check=True)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from james_consistency.errors import OperatorError
-from james_consistency.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
+from james_consistency.runtime.paths import CASSANDRA_JARS_DIR, LOCAL_DIR
+from james_consistency.runtime.spark_env import QUICK_JIT_OPTION
 from james_consistency.settings import configured, setting
-from james_consistency.spark_env import QUICK_JIT_OPTION
 
 from james_consistency_kit.processes import DetachedService, alive, port_bindable, port_open, reap
 
@@ -185,7 +185,7 @@ class LocalNode:
 
     def release_version(self, timeout: float = 2.0) -> str | None:
         """The node's `release_version` if it answers CQL on its port, else None."""
-        from james_consistency.cql import CassandraSettings, close, connect
+        from james_consistency.cassandra.cql import CassandraSettings, close, connect
 
         if not port_open(self.address, self.native_port, timeout):
             return None

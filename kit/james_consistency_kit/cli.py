@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from james_consistency.cli import (
+from james_consistency.cli.main import (
     add_connection_options,
     cassandra_settings,
     main,
@@ -26,7 +26,7 @@ def _add_replication_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_kit_commands(commands) -> None:
-    """The kit's sub-commands (james_consistency.cli.KIT_COMMANDS) on the `james-consistency` parser."""
+    """The kit's sub-commands (james_consistency.cli.main.KIT_COMMANDS) on the `james-consistency` parser."""
     from james_consistency.projections import TARGETS
 
     node = commands.add_parser("cassandra", help="run the local Apache Cassandra 5.0 node")
@@ -194,7 +194,7 @@ def _add_james_command(commands) -> None:
 
 
 def _james(args) -> int:
-    from james_consistency.paths import LOCAL_DIR
+    from james_consistency.runtime.paths import LOCAL_DIR
 
     from james_consistency_kit import james_harness
 
@@ -301,8 +301,8 @@ def _spark_cluster(args) -> int:
 
 
 def _schema(args) -> int:
-    from james_consistency.cql import close, connect
-    from james_consistency.schema import create_schema
+    from james_consistency.cassandra.cql import close, connect
+    from james_consistency.cassandra.schema import create_schema
 
     session = connect(cassandra_settings(args))
     try:
@@ -368,7 +368,7 @@ def _ui(args) -> int:
 
 
 def _traffic(args) -> int:
-    from james_consistency.schema import validate_keyspace_name
+    from james_consistency.cassandra.schema import validate_keyspace_name
 
     from james_consistency_kit.traffic import TrafficOptions, run_writer
 
@@ -390,7 +390,7 @@ def _traffic(args) -> int:
 def _bench(args) -> int:
     import logging
 
-    from james_consistency.spark_env import local_session
+    from james_consistency.runtime.spark_env import local_session
 
     from james_consistency_kit.bench import bench_messages, bench_projection, write_figures
     from james_consistency_kit.bench.results import require_only_the_benched_nodes

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from datetime import datetime
 from urllib.parse import quote
 
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
+from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR, REPORTS_DIR
-from james_consistency.run_report import read_report, summary_line
-from james_consistency.schema import validate_keyspace_name
+from james_consistency.report.run_report import read_report, summary_line
+from james_consistency.runtime.paths import LOCAL_DIR, REPORTS_DIR
 
 from james_consistency_kit.cassandra_node import LocalNode
 

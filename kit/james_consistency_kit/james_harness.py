@@ -10,10 +10,10 @@ import json
 import os
 import subprocess
 
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.errors import OperatorError
-from james_consistency.paths import JARS_DIR, PROJECT_ROOT
-from james_consistency.spark_env import QUICK_JIT_OPTION
+from james_consistency.runtime.paths import JARS_DIR, PROJECT_ROOT
+from james_consistency.runtime.spark_env import QUICK_JIT_OPTION
 
 VERSIONS = ("3.8.1", "3.5.0")
 DEFAULT_VERSION = "3.8.1"
@@ -41,7 +41,7 @@ def java_command(version: str, command: str) -> list[str]:
     if not is_built(version):
         source = PROJECT_ROOT / "james" / f"harness-{version}"
         raise OperatorError(f"the James {version} harness is not built ({source}): run make setup")
-    from james_consistency.spark_env import require_java
+    from james_consistency.runtime.spark_env import require_java
 
     folder = harness_dir(version)
     classpath = f"{folder / 'james-harness.jar'}:{(folder / 'classpath.txt').read_text().strip()}"

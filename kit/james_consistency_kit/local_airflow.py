@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import configured, setting
 
 from james_consistency_kit.processes import stop_group

@@ -12,11 +12,11 @@ import uuid
 from dataclasses import dataclass
 
 from cassandra.concurrent import execute_concurrent_with_args
-from james_consistency.acl_rights import RIGHTS_ORDER
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.acl_rights import RIGHTS_ORDER
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.schema import create_schema, detect_generation, validate_keyspace_name
 from james_consistency.errors import OperatorError
-from james_consistency.schema import create_schema, detect_generation, validate_keyspace_name
-from james_consistency.spark_env import local_session, refresh_connector_schema
+from james_consistency.runtime.spark_env import local_session, refresh_connector_schema
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 

@@ -2,7 +2,7 @@
 
 `james-consistency spark start|stop|status`. The workers run the Python of .local/worker-venv (pyspark and the
 third-party packages, not this project), so a job only works there when it ships its own code (the zip of the
-installed package, `james_consistency.product_zip`). State (pid files, logs, work folders, the daemons' Spark conf
+installed package, `runtime.product_zip`). State (pid files, logs, work folders, the daemons' Spark conf
 folder) in .local/spark-cluster.
 
 Its JVMs (the daemons and the executors the workers launch) keep to the quick compiler, as the driver of a
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR
-from james_consistency.spark_env import LOCAL_WORKER_PYTHON, quick_jit_options, require_java
+from james_consistency.runtime.paths import LOCAL_DIR
+from james_consistency.runtime.spark_env import LOCAL_WORKER_PYTHON, quick_jit_options, require_java
 
 from james_consistency_kit.processes import DetachedService, alive, wait_for_port
 

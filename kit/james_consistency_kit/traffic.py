@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cassandra.util import uuid_from_time
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.schema import detect_generation
 from james_consistency.errors import OperatorError
-from james_consistency.schema import detect_generation
 
 from james_consistency_kit.seed import MESSAGE_COLUMNS_39 as MESSAGE_COLUMNS
 

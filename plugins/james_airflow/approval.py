@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk import BaseNotifier, Param
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.package_data import entry_point
-from james_consistency.run_report import RunReport
+from james_consistency.report.run_report import RunReport
+from james_consistency.runtime.package_data import entry_point
 from james_consistency.settings import setting
 
 from james_airflow.notifiers import airflow_base_url, run_url, send_alert
@@ -38,7 +38,7 @@ def approved(answer: dict | None, confirmation_required: bool = True) -> bool:
 
 
 def mailbox_job_arguments(mode: str, params: dict, report: str, answer: dict | None = None) -> list[str]:
-    """spark/jobs/mailboxes.py's arguments; a repair gets the confirmation only from an approval that has it."""
+    """the mailboxes entry point's arguments; a repair gets the confirmation only from an approval that has it."""
     arguments = ["--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
     if mode == "repair":
         if not approved(answer):
@@ -51,7 +51,7 @@ def mailbox_job_arguments(mode: str, params: dict, report: str, answer: dict | N
 
 
 class MailboxJobOperator(ConsistencyJobOperator):
-    """spark-submit of spark/jobs/mailboxes.py (check, repair or verify), with the connection handling of the other
+    """spark-submit of the mailboxes entry point (check, repair or verify), with the connection handling of the other
     repair jobs (address from the Airflow connection, credentials by environment only)."""
 
     def __init__(self, *, mode: str, **kwargs):

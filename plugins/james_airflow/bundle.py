@@ -1,4 +1,5 @@
-"""The DAG bundle of james-consistency: the package's DAG files (james_airflow/dags), served to Airflow where the
+"""The DAG bundle of james-consistency: the package's DAG files (james_airflow.dags: the checkout's top-level dags/),
+served to Airflow where the
 package is installed, as a bundle of their own beside the deployment's other bundles. It is configured the way a
 provider's bundle (Git, S3, GCS) is, in `[dag_processor] dag_bundle_config_list`:
 
@@ -15,7 +16,7 @@ from airflow.dag_processing.bundles.local import LocalDagBundle
 
 BUNDLE_NAME = "james-consistency"
 # pip installs the package as a folder: its DAG files are files on disk, as a LocalDagBundle needs.
-DAGS_FOLDER = Path(str(resources.files("james_airflow").joinpath("dags")))
+DAGS_FOLDER = Path(str(resources.files("james_airflow.dags")))
 BUNDLE_CONFIG = {"name": BUNDLE_NAME, "classpath": f"{__name__}.JamesConsistencyDagBundle", "kwargs": {}}
 
 

@@ -1,10 +1,10 @@
 """Airflow connections -> what the Spark job needs to reach Cassandra.
 
-The job (spark/jobs/reconcile.py) reads its Cassandra settings from the environment
-(`james_consistency.connection.CassandraSettings.from_env`: the CASSANDRA_* settings of the catalogue) and the
+The job (the reconcile entry point) reads its Cassandra settings from the environment
+(`james_consistency.cassandra.connection.CassandraSettings.from_env`: the CASSANDRA_* settings of the catalogue) and the
 connector from `spark.cassandra.*` conf. This module turns the Airflow connection (`cassandra_default` unless told
 otherwise) into a `CassandraSettings`, then into both (`CassandraSettings.environment`,
-`james_consistency.connection.connector_connection_conf`), at task run time only: the password goes to the job's
+`cassandra.connection.connector_connection_conf`), at task run time only: the password goes to the job's
 environment, never to the spark-submit command line, a `--conf`, a rendered template or a log line.
 
 The connection may come from the metadata database (scripts/airflow-init.sh creates `cassandra_default` for the
@@ -17,7 +17,7 @@ The local datacenter is read from the extra as `local_dc`, or as the Cassandra p
 
 from __future__ import annotations
 
-from james_consistency.connection import CassandraSettings, connector_connection_conf
+from james_consistency.cassandra.connection import CassandraSettings, connector_connection_conf
 
 DEFAULT_CASSANDRA_CONN_ID = "cassandra_default"
 

@@ -25,8 +25,8 @@ from datetime import timedelta
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
-from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
-from james_consistency.run_report import ENDED_WELL
+from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.report.run_report import ENDED_WELL
 from james_consistency.settings import setting
 
 from james_airflow.notifiers import ConsistencyAlert, repair_window_overrun

@@ -1,8 +1,8 @@
-"""The housekeeping DAG's job: spark-submit of the housekeeping entry point (james_consistency.undo_retention) on
+"""The housekeeping DAG's job: spark-submit of the housekeeping entry point (james_consistency.undo.retention) on
 every folder where runs keep their work folders, so that a repair's before-images go once it can no longer be
 undone (JAMES_UNDO_RETENTION_DAYS after it started, read when the task runs)."""
 
-from james_consistency.package_data import entry_point
+from james_consistency.runtime.package_data import entry_point
 from james_consistency.settings import setting
 
 from james_airflow.operators import ConsistencyJobOperator
@@ -12,7 +12,7 @@ from james_airflow.runs import AIRFLOW_REPORTS_DIR
 def work_roots() -> list[str]:
     """The DAG runs' work folders (below JAMES_WORK_ROOT, else the reports folder: ConsistencyJobOperator.run_scan)
     and `<local dir>/runs`, where the offline mailbox repair and the command line keep theirs."""
-    from james_consistency.paths import LOCAL_DIR
+    from james_consistency.runtime.paths import LOCAL_DIR
 
     root = setting("JAMES_WORK_ROOT")
     return [f"{root.rstrip('/')}/airflow" if root else str(AIRFLOW_REPORTS_DIR), str(LOCAL_DIR / "runs")]

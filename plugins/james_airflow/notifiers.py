@@ -26,9 +26,9 @@ from typing import Protocol
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
-from james_consistency.exit_codes import EXIT_CODE_MEANINGS
-from james_consistency.paths import LOCAL_DIR
-from james_consistency.run_report import GateVerdict, RunReport
+from james_consistency.report.exit_codes import EXIT_CODE_MEANINGS
+from james_consistency.report.run_report import GateVerdict, RunReport
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import setting
 
 from james_airflow.alert_channels import AlertDeliveryError, mail_and_chat_channels, redact

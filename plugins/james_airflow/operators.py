@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
-from james_consistency.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
-from james_consistency.package_data import entry_point
-from james_consistency.run_report import RunReport, Status
+from james_consistency.report.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
+from james_consistency.report.run_report import RunReport, Status
+from james_consistency.runtime.package_data import entry_point
 from james_consistency.settings import setting
 
 from james_airflow.connections import cassandra_environment
@@ -73,7 +73,7 @@ def job_arguments(target: str, mode: str, params: dict, report: str, scan: RunSc
 
 
 class ConsistencyJobOperator(SparkSubmitOperator):
-    """spark-submit of spark/jobs/reconcile.py in one mode (check, repair or verify) for one target.
+    """spark-submit of the reconcile entry point in one mode (check, repair or verify) for one target.
 
     `scan_step` names the task of the same DAG run whose kept scan this one reuses (None: this task scans). A task
     whose scan step ended at the window's end with nothing decided is skipped: the next run goes on from the
@@ -95,9 +95,9 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         self.cassandra_conn_id = cassandra_conn_id
 
     def execute(self, context):
-        from james_consistency.cql import CassandraSettings
-        from james_consistency.paths import spark_jars
-        from james_consistency.spark_env import (
+        from james_consistency.cassandra.cql import CassandraSettings
+        from james_consistency.runtime.paths import spark_jars
+        from james_consistency.runtime.spark_env import (
             cluster_shipping_conf,
             connector_conf,
             driver_java_options,
@@ -182,7 +182,7 @@ def metrics_environment() -> dict[str, str]:
     """Airflow's [metrics] settings as the job reads them (AIRFLOW__METRICS__*), so it sends its figures where
     Airflow sends its own; a variable already in the task's environment reaches the job as it is."""
     from airflow.sdk.configuration import conf
-    from james_consistency.metrics import ENV_PREFIX, SETTINGS
+    from james_consistency.report.metrics import ENV_PREFIX, SETTINGS
 
     environment = {}
     for name in SETTINGS:

@@ -1,12 +1,12 @@
 """Where each DAG run keeps its job reports (one folder per run, kept for the history), and how to read them: through
-the run report's model (james_consistency.run_report.RunReport), never by bare keys."""
+the run report's model (james_consistency.report.run_report.RunReport), never by bare keys."""
 
 import re
 from pathlib import Path
 
-from james_consistency.paths import REPORTS_DIR
-from james_consistency.run_report import RunReport
-from james_consistency.run_report import read_report as read_report_file
+from james_consistency.report.run_report import RunReport
+from james_consistency.report.run_report import read_report as read_report_file
+from james_consistency.runtime.paths import REPORTS_DIR
 
 AIRFLOW_REPORTS_DIR = REPORTS_DIR / "airflow"
 

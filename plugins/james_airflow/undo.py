@@ -5,7 +5,7 @@ Which run is undone: the trigger form takes the repair's work folder, the one `j
 "Undoable runs" (its report's workDir). Airflow renders the trigger form from the parsed DAG and a DAG file reads
 nothing at parse time, so the form cannot offer the runs as a list; the `check` task lists them when it runs (the
 kept reports of the retention period whose before-images are still there and not undone yet,
-james_consistency.history.undoable_runs), logs them, and refuses any other folder, naming the undoable ones.
+james_consistency.report.history.undoable_runs), logs them, and refuses any other folder, naming the undoable ones.
 
 The approval needs the typed confirmation ALL-SERVICES-ARE-OFFLINE when the run undone is an offline mailbox repair
 (its undo asks for it, as the repair did); for any other run, Approve is enough.
@@ -15,8 +15,8 @@ import logging
 
 from airflow.sdk.exceptions import AirflowFailException
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.package_data import entry_point
-from james_consistency.run_report import NEWER_KEPT, RESTORED, UNDO_ACTIONS, UNDO_TARGET, RunReport
+from james_consistency.report.run_report import NEWER_KEPT, RESTORED, UNDO_ACTIONS, UNDO_TARGET, RunReport
+from james_consistency.runtime.package_data import entry_point
 
 from james_airflow.approval import (
     ANSWER,
@@ -44,8 +44,8 @@ WRITING_ACTIONS = (RESTORED, NEWER_KEPT)
 def chosen_run(run_dir: str):
     """The undoable run whose work folder is `run_dir` (the kept reports read now); AirflowFailException naming the
     undoable runs when it is none of them."""
-    from james_consistency.history import undoable_lines, undoable_runs
-    from james_consistency.paths import REPORTS_DIR
+    from james_consistency.report.history import undoable_lines, undoable_runs
+    from james_consistency.runtime.paths import REPORTS_DIR
 
     undoable = undoable_runs(REPORTS_DIR)
     log.info("undoable runs in %s:\n%s", REPORTS_DIR, "\n".join(undoable_lines(undoable)) or "(none)")

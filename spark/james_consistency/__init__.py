@@ -1,3 +1,3 @@
 """Consistency repairs for Apache James's Cassandra tables, at Spark speed."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

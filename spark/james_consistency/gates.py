@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from james_consistency.package_data import suite_path
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.package_data import suite_path
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import setting
 
 

@@ -7,7 +7,7 @@ A variable is in the catalogue when our code reads it to decide something. Not i
   Spark daemons' SPARK_* (kit/james_consistency_kit/spark_cluster.py), AIRFLOW__* and AIRFLOW_CONN_* handed to a
   job or a local Airflow;
 - other tools' variables we honour as those tools do: JAVA_HOME and JAVA (the JDK's), AIRFLOW_HOME, OTEL_EXPORTER_*
-  (OpenTelemetry's), and Airflow's own `[metrics]` configuration, AIRFLOW__METRICS__* (james_consistency.metrics reads
+  (OpenTelemetry's), and Airflow's own `[metrics]` configuration, AIRFLOW__METRICS__* (report.metrics reads
   it as Airflow passes it to the job: Airflow's settings, documented by Airflow);
 - what docker-compose.yaml gives the images for themselves (CASSANDRA_DC, SPARK_WORKER_MEMORY, ...).
 

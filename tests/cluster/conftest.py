@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
 from james_consistency_kit.cassandra_node import RING_DATACENTER
 from support.ring import CONTACT, RING, cli
 

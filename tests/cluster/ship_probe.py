@@ -5,7 +5,7 @@ application's id names the executors' folders on the workers."""
 import json
 import sys
 
-from james_consistency.schema import validate_keyspace_name
+from james_consistency.cassandra.schema import validate_keyspace_name
 from pyspark.sql import SparkSession
 
 

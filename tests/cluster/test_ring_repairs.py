@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
-from james_consistency.cli import job_log
-from james_consistency.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
+from james_consistency.jobs.submit import job_log
+from james_consistency.runtime.spark_env import LOCAL_WORKER_PYTHON, spark_submit_command
 from james_consistency_kit.spark_cluster import CLUSTER_HOME
 from support.ring import CONTACT, cli, cli_environment, restart
 

@@ -42,7 +42,7 @@ def own_airflow_home(tmp_path) -> dict[str, str]:
     run. Returns the environment that points Airflow at it."""
     import subprocess
 
-    from james_consistency.paths import PROJECT_ROOT
+    from james_consistency.runtime.paths import PROJECT_ROOT
 
     home = tmp_path / "airflow-home"
     environment = {**os.environ, "AIRFLOW_HOME": str(home)}

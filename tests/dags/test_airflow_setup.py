@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
 
 INIT = PROJECT_ROOT / "scripts" / "airflow-init.sh"
 
@@ -102,7 +102,7 @@ def test_spark_default_gives_spark_submit_its_master(monkeypatch):
 
 def test_the_cassandra_connection_becomes_the_jobs_environment(monkeypatch):
     from james_airflow.connections import cassandra_environment
-    from james_consistency.cql import CassandraSettings
+    from james_consistency.cassandra.cql import CassandraSettings
 
     monkeypatch.setenv(
         "AIRFLOW_CONN_CASSANDRA_DEFAULT", "cassandra://james:s3cr%40t-pass@cassandra-1,cassandra-2:9142?local_dc=dc1"

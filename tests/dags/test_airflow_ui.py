@@ -11,7 +11,7 @@ import time
 from urllib.parse import quote
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from james_consistency_kit.local_airflow import airflow_standalone
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths
 from support.messages import platform, projection

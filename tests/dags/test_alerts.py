@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from urllib.parse import quote
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from support.dag_runs import announcements, task_states
 from support.messages import insert, message, platform, projection, write_times
 

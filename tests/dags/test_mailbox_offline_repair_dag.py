@@ -10,7 +10,7 @@ Run with an Airflow home of its own when another session uses the shared one, e.
 import time
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from james_consistency_kit.local_airflow import Api
 from support import approvals
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths, write_times

@@ -7,7 +7,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.settings import setting
 from support.dag_runs import announcements, report_summary, task_states
 from support.messages import break_every_kind, platform, projection, truth, write_times

@@ -5,7 +5,7 @@ run's refused before anything runs. The DAG's shape is checked on the parsed DAG
 import time
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from support.approvals import Approver, api_server
 from support.dag_runs import report_summary, task_states
 from support.messages import break_every_kind, platform, projection, truth, write_times

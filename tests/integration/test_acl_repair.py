@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 from james_consistency.engine.run import RunOptions
+from james_consistency.jobs.targets import run_target
 from james_consistency.projections.acl import is_mailbox_acl_aggregate
-from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import ACL_SIZES, james_platform
 
@@ -126,7 +126,7 @@ def test_aclv2_is_repaired_from_the_event_store(cql, cassandra_settings, spark, 
 
 def test_aclv2_on_a_35_keyspace_is_not_applicable(cql, cassandra_settings, new_keyspace, capsys):
     """3.5 keeps ACLs in `acl` JSON: nothing to repair, said in one line, exit 0 (a DAG run does not fail)."""
-    from james_consistency.schema import create_schema
+    from james_consistency.cassandra.schema import create_schema
     from james_consistency_kit.cli import main
 
     keyspace = new_keyspace("old")

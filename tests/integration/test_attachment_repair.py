@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 from james_consistency.engine.run import RunOptions
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit import james_harness
 from support.james_platform import GENERATION_OF_VERSION, james_platform
 

@@ -4,7 +4,7 @@ the bench relies on are there, James's report after our repair adds nothing, and
 import uuid
 
 import pytest
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench import bench_keyspace, bench_messages, bench_projection, write_figures
 from james_consistency_kit.bench.report import write_report

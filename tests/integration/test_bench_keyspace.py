@@ -4,7 +4,7 @@ import json
 import uuid
 
 import pytest
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency_kit.bench.jobs import run_job
 from james_consistency_kit.bench.keyspace import MESSAGES_DELETED, RESEED_BELOW, bench_keyspace, prepare_keyspace
 

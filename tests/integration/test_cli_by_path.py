@@ -4,8 +4,8 @@ PATH, an unrelated working folder, and nothing project-specific in the environme
 import json
 import subprocess
 
-from james_consistency.paths import PROJECT_ROOT
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
+from james_consistency.runtime.paths import PROJECT_ROOT
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 

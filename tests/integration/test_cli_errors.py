@@ -77,7 +77,7 @@ def test_negative_or_malformed_sizes_are_refused(arguments, message):
 
 def test_unknown_fault_kind_is_refused(cql, cassandra_settings, new_keyspace):
     keyspace = new_keyspace("faults")
-    from james_consistency.schema import create_schema
+    from james_consistency.cassandra.schema import create_schema
 
     create_schema(cql, keyspace, "3.9")
 
@@ -88,7 +88,7 @@ def test_unknown_fault_kind_is_refused(cql, cassandra_settings, new_keyspace):
 
 
 def test_missing_projection_table_stops_the_job_before_anything_is_written(cql, cassandra_settings, new_keyspace):
-    from james_consistency.schema import create_schema
+    from james_consistency.cassandra.schema import create_schema
 
     keyspace = new_keyspace("notable")
     create_schema(cql, keyspace, "3.9")
@@ -107,8 +107,8 @@ def test_a_run_that_fails_says_why_in_one_line_and_names_its_report_and_log_not_
     as a ring with two of its three nodes down, met by the re-check of the candidates."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
+    from james_consistency.cassandra.schema import create_schema
     from james_consistency.engine.project_keyspace import ensure_project_keyspace
-    from james_consistency.schema import create_schema
     from support.messages import message, timeuuid
 
     # The project's own keyspace (before-images) as on a platform whose data is replicated as the node allows.

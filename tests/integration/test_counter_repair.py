@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from cassandra.util import uuid_from_time
 from james_consistency.engine.run import GateFailed, RunOptions
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from support.james_platform import james_platform

@@ -7,10 +7,10 @@ import time
 import uuid
 
 import pytest
-from james_consistency.cql import close, connect
+from james_consistency.cassandra.cql import close, connect
 from james_consistency.engine.run import RunOptions
+from james_consistency.jobs.targets import run_target
 from james_consistency.projections import TARGETS
-from james_consistency.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import PROJECTION_TABLES, james_platform
 

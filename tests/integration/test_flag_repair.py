@@ -7,7 +7,7 @@ import time
 
 import pytest
 from james_consistency.engine.run import GateFailed, RunOptions
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
 

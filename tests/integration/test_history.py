@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from james_consistency.engine.reports import write_report
 from james_consistency.engine.run import GateFailed, RunOptions
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from support.messages import insert, message

@@ -4,7 +4,7 @@ each unreadable truth is reported in the report's errors, and no projection row 
 import json
 
 from james_consistency.engine.run import RunOptions
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit.seed import seed_platform
 
 # mailbox index -> the last eventStore event of its ACL (what James or a newer James may have left there)

@@ -3,8 +3,8 @@ truth, and every repair run a second time writes nothing at all."""
 
 import pytest
 from james_consistency.engine.run import RunOptions
+from james_consistency.jobs.targets import run_target
 from james_consistency.projections import TARGETS
-from james_consistency.targets import run_target
 from james_consistency_kit.bench import TARGET_FAULTS
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from james_consistency.package_data import JVM_JAR_NAME
-from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
+from james_consistency.runtime.package_data import JVM_JAR_NAME
+from james_consistency.runtime.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency_kit import james_harness, spark_cluster
 from support.james_platform import WRITTEN_BY_UPDATE, copy_keyspace
 from support.messages import projection, truth
@@ -227,9 +227,9 @@ def test_the_wheel_holds_the_package_data_and_not_the_kit(wheel, tmp_path):
 
     assert {name for name in names if ".dist-info/" not in name} == package_files()
     assert f"james_consistency/jvm/{JVM_JAR_NAME}" in names
-    assert {"james_airflow/dags/message_consistency.py", "james_consistency/entry_points/reconcile.py"} <= names
+    assert {"james_airflow/dags/message_consistency.py", "james_consistency/jobs/entry_points/reconcile.py"} <= names
     assert not any(name.startswith(("james_consistency_kit/", "tests/")) for name in names)
-    assert "james-consistency = james_consistency.cli:main" in scripts
+    assert "james-consistency = james_consistency.cli.main:main" in scripts
     assert set(re.findall(r"^Provides-Extra: (\S+)", metadata, re.MULTILINE)) == {"airflow", "plot", "kit"}
     assert "Requires-Python: <3.13,>=3.11" in metadata
 

@@ -10,7 +10,7 @@ code against the test node, and plain CQL checks what James really wrote.
 import json
 
 import pytest
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.schema import create_schema
 from james_consistency_kit import james_harness
 from james_consistency_kit.cli import main
 

@@ -9,8 +9,8 @@ import json
 
 import pytest
 from james_consistency.engine.run import RunOptions
+from james_consistency.jobs.targets import run_target
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.targets import run_target
 from james_consistency_kit import james_harness
 from support.james_platform import james_broken_platform
 

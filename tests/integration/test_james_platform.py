@@ -4,7 +4,7 @@ import json
 import uuid
 
 import pytest
-from james_consistency.cql import table_names
+from james_consistency.cassandra.cql import table_names
 from james_consistency_kit import james_harness
 from support.james_platform import ACL_SIZES, WRITTEN_BY_UPDATE, james_platform, keyspace_rows, restore_keyspace
 

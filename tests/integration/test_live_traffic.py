@@ -8,10 +8,10 @@ import time
 import uuid
 
 import pytest
-from james_consistency.cql import close, connect
+from james_consistency.cassandra.cql import close, connect
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.run import RunOptions
-from james_consistency.schema import create_schema
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from james_consistency_kit.traffic import MESSAGE_COLUMNS, TrafficOptions, plain, read_log, run_writer

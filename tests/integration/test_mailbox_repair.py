@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.run import RunOptions
-from james_consistency.schema import create_schema
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from support.mailboxes import (
     acl,
     add_mailbox,
@@ -321,7 +321,7 @@ def test_an_orphan_path_is_deleted_when_asked_even_if_messages_reference_it(
 def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(cql, cassandra_settings, new_keyspace):
     """The policy re-reads at SERIAL just before acting: a path registered between the scan and the fix wins."""
     from cassandra.query import dict_factory
-    from james_consistency.cql import close, connect
+    from james_consistency.cassandra.cql import close, connect
     from james_consistency.engine.live import run_steps
     from james_consistency.mailboxes import policy
     from support.messages import timeuuid

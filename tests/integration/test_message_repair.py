@@ -9,9 +9,9 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.run import GateFailed, RunOptions
-from james_consistency.schema import create_schema
-from james_consistency.targets import run_target
+from james_consistency.jobs.targets import run_target
 from support.messages import (
     break_every_kind,
     corrupt_the_truth,

@@ -10,8 +10,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from james_consistency.cli import job_log
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.jobs.submit import job_log
+from james_consistency.runtime.paths import PROJECT_ROOT
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (

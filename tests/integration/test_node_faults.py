@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from james_consistency.cli import job_log
-from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import LOCAL_DIR
-from james_consistency.schema import create_schema
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.schema import create_schema
+from james_consistency.jobs.submit import job_log
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.cli import main as cli_main

@@ -2,13 +2,13 @@
 the real node: the same rows, valued the same way, as the connector's direct join reads one key at a time."""
 
 import pytest
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.tables import (
     KEYS_PER_REQUEST,
     direct_join_table,
     partition_read_key,
     read_by_partition,
 )
-from james_consistency.schema import create_schema
 from support.messages import insert, message, timeuuid
 
 COLUMNS_39 = (

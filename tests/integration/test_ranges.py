@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.projection_scan import hashed_as_serialized
 from james_consistency.engine.ranges import (
     in_ranges,
@@ -23,9 +24,8 @@ from james_consistency.engine.ranges import (
 from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
+from james_consistency.jobs.targets import run_target
 from james_consistency.projections.messages import message_projection
-from james_consistency.schema import create_schema
-from james_consistency.targets import run_target
 from support.james_platform import james_platform
 from support.messages import break_every_kind, insert, message, platform, projection, timeuuid, truth
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
 

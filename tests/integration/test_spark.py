@@ -5,8 +5,8 @@ import subprocess
 from pathlib import Path
 
 import pyspark
-from james_consistency.paths import spark_jars
-from james_consistency.spark_env import spark_submit_command
+from james_consistency.runtime.paths import spark_jars
+from james_consistency.runtime.spark_env import spark_submit_command
 
 COPY_TABLE = Path(__file__).resolve().parents[1] / "support" / "copy_table.py"
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
-from james_consistency.targets import run_target
-from james_consistency.undo import undo_run
+from james_consistency.jobs.targets import run_target
+from james_consistency.undo.repair import undo_run
 from james_consistency_kit.faults import inject
 from support.before_images import tables_with_key_entries
 from support.james_platform import james_platform

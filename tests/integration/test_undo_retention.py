@@ -6,7 +6,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 
-from james_consistency.undo_retention import remove_expired_before_images
+from james_consistency.undo.retention import remove_expired_before_images
 
 NOW = datetime.now(UTC)
 

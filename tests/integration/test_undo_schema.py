@@ -4,9 +4,9 @@ that failed or was skipped) is read again, not a failed image."""
 
 import pytest
 from cassandra.cluster import Cluster
-from james_consistency.cql import close, connect
+from james_consistency.cassandra.cql import close, connect
 from james_consistency.errors import OperatorError
-from james_consistency.undo import Table
+from james_consistency.undo.tables import Table
 
 
 @pytest.fixture(params=["following-no-schema-event", "the-product's-own"])

@@ -12,9 +12,9 @@ import multiprocessing
 import pytest
 from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
+from james_consistency.jobs.targets import run_target
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.targets import run_target
-from james_consistency.undo import undo_run
+from james_consistency.undo.repair import undo_run
 from james_consistency_kit import james_harness
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
@@ -135,7 +135,7 @@ def test_what_james_writes_after_the_repair_survives_its_undo(cql, cassandra_set
 def test_the_offline_mailbox_repair_undone_leaves_paths_mailboxes_messages_and_acls_as_they_were(
     cql, cassandra_settings, spark, new_keyspace, tmp_path, generation
 ):
-    from james_consistency.schema import create_schema
+    from james_consistency.cassandra.schema import create_schema
 
     keyspace = new_keyspace("undombx")
     create_schema(cql, keyspace, generation)

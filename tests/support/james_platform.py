@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cassandra.query import SimpleStatement
-from james_consistency.cql import CassandraSettings
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.cassandra.cql import CassandraSettings
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency_kit import james_harness
 
 # The James release that writes each schema generation of the project.

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import jsonschema
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
 
 PUBLISHED_SCHEMA = PROJECT_ROOT / "docs" / "run-report.schema.json"
 

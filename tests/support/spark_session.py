@@ -20,7 +20,7 @@ SMALL_TABLES_CONF = {
 
 
 def suite_session(settings):
-    from james_consistency.spark_env import local_session
+    from james_consistency.runtime.spark_env import local_session
 
     session = local_session(
         "james-consistency-tests", settings, master="local[2]", java_options=("-XX:CompileThresholdScaling=4",)

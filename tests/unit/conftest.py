@@ -11,7 +11,12 @@ import types
 from pathlib import Path
 
 import pytest
-from james_consistency.spark_env import driver_java_options, import_named_classes, require_java, use_this_interpreter
+from james_consistency.runtime.spark_env import (
+    driver_java_options,
+    import_named_classes,
+    require_java,
+    use_this_interpreter,
+)
 
 
 def _spark_testing_without_pandas() -> None:

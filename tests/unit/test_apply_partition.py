@@ -7,7 +7,7 @@ import threading
 import uuid
 
 from cassandra.cluster import NoHostAvailable
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine import apply
 from james_consistency.engine.live import Query
 from james_consistency.projections import projection_spec

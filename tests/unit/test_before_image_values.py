@@ -10,7 +10,7 @@ import pytest
 from cassandra.util import SortedSet
 from james_consistency.engine.apply import comparable
 from james_consistency.engine.before_images import encoded, row_json
-from james_consistency.undo import decoded
+from james_consistency.undo.tables import decoded
 
 MESSAGE_ID = uuid.UUID("d0ff8f90-e6a4-11f0-802a-02000000002a")
 

@@ -7,7 +7,7 @@ import sys
 from importlib import metadata
 
 import pytest
-from james_consistency import cli
+from james_consistency.cli import main as cli
 
 
 def run(capsys, *arguments: str) -> tuple[int, str, str]:

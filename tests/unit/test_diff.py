@@ -237,7 +237,7 @@ def test_the_scan_diff_of_messages_goes_through_the_digest_and_keeps_what_the_ca
 
 
 def _message_schema(spec) -> str:
-    from james_consistency.schema import table
+    from james_consistency.cassandra.schema import table
 
     spark_types = {
         "timeuuid": "string",

@@ -19,8 +19,8 @@ import pyspark
 import pytest
 import yaml
 from james_airflow.bundle import BUNDLE_CONFIG
-from james_consistency.package_data import JVM_JAR_NAME, package_path
-from james_consistency.paths import PROJECT_ROOT, SPARK_JARS_DIR
+from james_consistency.runtime.package_data import JVM_JAR_NAME, package_path
+from james_consistency.runtime.paths import PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency.settings import CATALOGUE
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
 
 PAGES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -81,7 +81,7 @@ def test_the_pages_show_commands():
     ids=lambda value: value.name if isinstance(value, Path) else " ".join(value)[:60],
 )
 def test_every_james_consistency_command_shown_is_accepted_by_the_cli(page, words):
-    from james_consistency.cli import build_parser
+    from james_consistency.cli.main import build_parser
 
     try:
         build_parser().parse_args(words[1:])

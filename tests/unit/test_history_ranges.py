@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from james_consistency.history import _entry
-from james_consistency.run_report import RunReport, parse_report
+from james_consistency.report.history import _entry
+from james_consistency.report.run_report import RunReport, parse_report
 
 
 def ranges(done: int, total: int) -> dict:

@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from james_consistency.cli import main
-from james_consistency.history import collect, undoable_runs
+from james_consistency.cli.main import main
+from james_consistency.report.history import collect, undoable_runs
 
 NOW = datetime.now(UTC)
 

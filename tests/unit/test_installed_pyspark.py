@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from james_consistency.installed_pyspark import prefer_installed_pyspark
-from james_consistency.package_data import entry_point
+from james_consistency.runtime.installed_pyspark import prefer_installed_pyspark
+from james_consistency.runtime.package_data import entry_point
 
 SITE_PACKAGES = Path(pyspark.__file__).parents[1]
 SPARK_SUBMIT_ZIPS = [

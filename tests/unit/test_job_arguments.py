@@ -9,8 +9,8 @@ import pytest
 from james_airflow.operators import job_arguments
 from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
-from james_consistency.jobs import build_parser, exit_code, publish, run_options
-from james_consistency.run_report import parse_report
+from james_consistency.jobs.main import build_parser, exit_code, publish, run_options
+from james_consistency.report.run_report import parse_report
 
 FORM = {
     "keyspace": "james_prod",
@@ -157,9 +157,9 @@ def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_th
 
 
 def test_a_local_job_has_the_connector_on_its_class_path_a_cluster_job_ships_its_code(monkeypatch):
-    from james_consistency.cql import CassandraSettings
-    from james_consistency.paths import spark_jars
-    from james_consistency.spark_env import spark_submit_command
+    from james_consistency.cassandra.cql import CassandraSettings
+    from james_consistency.runtime.paths import spark_jars
+    from james_consistency.runtime.spark_env import spark_submit_command
 
     monkeypatch.setenv("SPARK_PY_FILES", "/opt/james/james_consistency.zip")
     settings = CassandraSettings(host="127.0.0.1", port=9042)

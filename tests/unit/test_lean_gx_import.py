@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from james_consistency.package_data import entry_point
+from james_consistency.runtime.package_data import entry_point
 
 # The entry point's imports run as in a job (run_name keeps main() from running), then GX's import and two gates.
 PROBE = """
@@ -41,7 +41,7 @@ def test_a_gated_jobs_driver_skips_what_its_gates_never_use_and_still_judges(job
 
 def test_scipy_stats_still_loads_when_an_expectation_uses_it():
     probe = (
-        "from james_consistency.lean_gx_import import lean_gx_import; lean_gx_import(); "
+        "from james_consistency.runtime.lean_gx_import import lean_gx_import; lean_gx_import(); "
         "import great_expectations, sys; from scipy import stats; "
         "before = 'scipy.stats._stats_py' in sys.modules; p = stats.norm.cdf(0.0); "
         "print(before, 'scipy.stats._stats_py' in sys.modules, p)"

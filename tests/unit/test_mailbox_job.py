@@ -3,7 +3,7 @@ while something is left that a pass may fix."""
 
 import pytest
 from james_consistency.engine.run import RunOptions
-from james_consistency.jobs import build_mailboxes_parser, mailbox_options
+from james_consistency.jobs.main import build_mailboxes_parser, mailbox_options
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p

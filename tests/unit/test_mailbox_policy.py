@@ -4,7 +4,7 @@ unites two ACLs (a store double stands for the tables)."""
 import json
 
 import pytest
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine.live import run_steps
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p

@@ -3,7 +3,7 @@ something to say, each list cut at the sample size."""
 
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes.report import approval_summary
-from james_consistency.run_report import parse_report
+from james_consistency.report.run_report import parse_report
 
 # What every mailbox check report holds besides its findings.
 A_CHECK = {

@@ -1,7 +1,7 @@
 """The figures a report gives the dashboards, for the runs the integration tests do not stop half-way."""
 
-from james_consistency.metrics import report_figures, statsd_name
-from james_consistency.run_report import parse_report
+from james_consistency.report.metrics import report_figures, statsd_name
+from james_consistency.report.run_report import parse_report
 
 
 def by_statsd_name(report: dict) -> dict[str, float]:

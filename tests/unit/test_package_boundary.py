@@ -1,6 +1,5 @@
-"""The rooms of the code and what each may import: the kit imports the product, never the reverse; the engine is
-handed its repair and never imports the rooms above it (the projections, the mailbox repair, the target registry,
-the job entry points, the metrics).
+"""The rooms of the code and what each may import: the kit imports the product, never the reverse; inside the product,
+each room imports only from the rooms below it (LAYERS), so the folders show the layers and no import cycle can form.
 
 The product (spark/, the package `james_consistency` and the spark-submit entry points) is what a Spark cluster's
 executors and the Airflow deployment receive; the Airflow side (plugins/, dags/) runs where only the product is
@@ -13,25 +12,32 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from james_consistency.product_zip import build_product_zip
+from james_consistency.runtime.product_zip import build_product_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT_PACKAGE = ROOT / "spark" / "james_consistency"
 KIT = "james_consistency_kit"
 # What must never import the kit: the product and the Airflow side.
-KIT_FREE_FOLDERS = ("spark", "plugins")
+KIT_FREE_FOLDERS = ("spark", "plugins", "dags")
 
 
-# What the engine (spark/james_consistency/engine) must never import: it is handed its repair.
-ABOVE_THE_ENGINE = (
-    "james_consistency.projections",
-    "james_consistency.mailboxes",
-    "james_consistency.targets",
-    "james_consistency.jobs",
-    "james_consistency.metrics",
-    "james_airflow",
-    KIT,
+# The product's rooms, lowest first: a module imports from its own room and the rooms of lower layers only (imports
+# inside functions count too). Foundations, then Cassandra, the runtime and the run report, the gates, the engine, the
+# repairs it is handed, the jobs that resolve and run them, and the command line on top.
+LAYERS = (
+    ("errors",),
+    ("settings",),
+    ("cassandra",),
+    ("runtime",),
+    ("report",),
+    ("gates",),
+    ("engine",),
+    ("projections",),
+    ("mailboxes", "undo"),
+    ("jobs",),
+    ("cli",),
 )
+ROOMS = {room for rooms in LAYERS for room in rooms}
 
 
 def _within(module: str | None, packages: tuple[str, ...]) -> bool:
@@ -50,25 +56,31 @@ def kit_imports(path: Path) -> list[str]:
 def imports_of(path: Path, forbidden) -> list[str]:
     """Each import in one file of a module `forbidden` says yes to, as `line N: <statement>`: import statements,
     and import_module or __import__ called with a literal module name."""
-    found = []
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}" for node, modules in _imports(path) if any(map(forbidden, modules))
+    ]
+
+
+def imported_modules(path: Path) -> set[str]:
+    return {module for _, modules in _imports(path) for module in modules}
+
+
+def _imports(path: Path):
+    """(statement, the modules it may import) for each import in one file: `from a import b` may import a and a.b."""
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
+            yield node, [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             names = [f"{node.module}.{alias.name}" for alias in node.names]
-            modules = [node.module, *names] if node.level == 0 else []
+            yield node, [node.module, *names] if node.level == 0 else []
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
             "import_module",
             "__import__",
         ):
-            modules = [
-                arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-            ]
-        else:
-            continue
-        if any(forbidden(module) for module in modules):
-            found.append(f"line {node.lineno}: {ast.unparse(node)}")
-    return found
+            yield (
+                node,
+                [arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)],
+            )
 
 
 def python_files(folder: str) -> list[Path]:
@@ -83,15 +95,70 @@ def test_the_product_and_the_airflow_side_never_import_the_kit(folder):
     assert offenders == {}, f"{folder}/ must not import {KIT} (the kit imports the product, never the reverse)"
 
 
-def test_the_engine_never_imports_the_rooms_above_it():
-    files = python_files("spark/james_consistency/engine")
-    assert files, "no Python file under spark/james_consistency/engine/"
-    offenders = {
-        str(path.relative_to(ROOT)): imports
-        for path in files
-        if (imports := imports_of(path, lambda module: _within(module, ABOVE_THE_ENGINE)))
-    }
-    assert offenders == {}, "the engine is handed its repair: it imports none of " + ", ".join(ABOVE_THE_ENGINE)
+def room_of(module: str) -> str | None:
+    """`james_consistency.engine.run` -> `engine`; None outside the product package or for the package itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "james_consistency" and len(parts) > 1 else None
+
+
+def layer_of(room: str) -> int:
+    return next(number for number, rooms in enumerate(LAYERS) if room in rooms)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PRODUCT_PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_room_of_the_product_is_in_a_layer():
+    rooms = {room_of(module_name(path)) for path in python_files("spark/james_consistency")} - {None}
+    layered = {room for rooms in LAYERS for room in rooms}
+    assert rooms == layered, "a room of spark/james_consistency/ without a layer, or a layer without its room"
+
+
+def test_each_room_imports_only_from_the_layers_below_it():
+    offenders = {}
+    for path in python_files("spark/james_consistency"):
+        room = room_of(module_name(path))
+        if room is None:
+            continue
+
+        def upward(module, room=room):
+            other = room_of(module or "")
+            return other is not None and other != room and other in ROOMS and layer_of(other) >= layer_of(room)
+
+        if imports := imports_of(path, upward):
+            offenders[str(path.relative_to(ROOT))] = imports
+    assert offenders == {}, "a room imports from its own layer or above it (LAYERS, lowest first)"
+
+
+def test_no_import_cycle_between_the_product_modules():
+    modules = {module_name(path): path for path in python_files("spark/james_consistency")}
+    graph = {name: (imported_modules(path) & modules.keys()) - {name} for name, path in modules.items()}
+    cycle = first_cycle(graph)
+    assert cycle is None, "an import cycle: " + " -> ".join(cycle or [])
+
+
+def first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as the path that closes it, or None."""
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for after in sorted(graph[node]):
+            if state.get(after) == "open":
+                return [*path[path.index(after) :], after]
+            if after not in state and (found := visit(after, [*path, after])):
+                return found
+        state[node] = "done"
+        return None
+
+    return next((found for node in sorted(graph) if node not in state and (found := visit(node, [node]))), None)
+
+
+def test_a_cycle_is_found():
+    assert first_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert first_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_an_upward_import_is_found_in_every_form_the_boundary_tests_look_for(tmp_path):
@@ -102,12 +169,14 @@ def test_an_upward_import_is_found_in_every_form_the_boundary_tests_look_for(tmp
         "from james_consistency import settings\n"
         "from james_consistency import gates, projections\n"
         "import importlib\n"
-        "importlib.import_module('james_consistency.metrics')\n"
+        "def later():\n"
+        "    importlib.import_module('james_consistency.jobs.targets')\n"
     )
+    above_the_engine = ("projections", "mailboxes", "undo", "jobs", "cli")
 
-    found = imports_of(module, lambda name: _within(name, ABOVE_THE_ENGINE))
+    found = imports_of(module, lambda name: room_of(name or "") in above_the_engine)
 
-    assert [line.split(":")[0] for line in found] == ["line 1", "line 2", "line 4", "line 6"]
+    assert [line.split(":")[0] for line in found] == ["line 1", "line 2", "line 4", "line 7"]
 
 
 def test_the_product_zip_holds_exactly_the_product_package(tmp_path):

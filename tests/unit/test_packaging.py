@@ -6,7 +6,7 @@ import re
 import tomllib
 
 import pytest
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
 from packaging.requirements import Requirement
 
 PRODUCT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
@@ -44,7 +44,22 @@ def test_one_version_for_both_distributions_and_the_changelog():
 
 
 def test_the_console_script_is_the_products_and_both_pythons_are_allowed():
-    assert PRODUCT["scripts"] == {"james-consistency": "james_consistency.cli:main"}
+    assert PRODUCT["scripts"] == {"james-consistency": "james_consistency.cli.main:main"}
     assert "scripts" not in KIT
     for project in (PRODUCT, KIT):
         assert project["requires-python"] == ">=3.11,<3.13"
+
+
+def test_the_wheel_lists_every_package_folder_and_maps_the_top_level_dags_and_suites():
+    setuptools = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join(folder.relative_to(PROJECT_ROOT / root).parts)
+        for root in ("spark", "plugins")
+        for folder in (PROJECT_ROOT / root).rglob("*")
+        if (folder / "__init__.py").is_file()
+    }
+    mapped = {"james_airflow.dags": "dags", "james_consistency.expectations": "expectations"}
+
+    assert set(setuptools["packages"]) == folders | mapped.keys(), "a package folder missing from pyproject.toml"
+    assert {name: setuptools["package-dir"][name] for name in mapped} == mapped
+    assert all((PROJECT_ROOT / folder / "__init__.py").is_file() for folder in mapped.values())

@@ -6,9 +6,9 @@ import json
 
 import jsonschema
 import pytest
-from james_consistency.paths import PROJECT_ROOT
 from james_consistency.projections import CHECKS, TARGETS, projection_spec
-from james_consistency.run_report import SCHEMA_VERSION, RunReport, json_schema, parse_report, read_report
+from james_consistency.report.run_report import SCHEMA_VERSION, RunReport, json_schema, parse_report, read_report
+from james_consistency.runtime.paths import PROJECT_ROOT
 
 PUBLISHED = PROJECT_ROOT / "docs" / "run-report.schema.json"
 # Tables the quota and attachment specs look for to choose their truth.
@@ -54,7 +54,8 @@ BEFORE_THE_SCHEMA = {
 def test_the_published_schema_is_the_one_the_model_generates():
     published = json.loads(PUBLISHED.read_text())
 
-    assert published == json_schema(), "run `python -m james_consistency.run_report > docs/run-report.schema.json`"
+    regenerate = "python -m james_consistency.report.run_report > docs/run-report.schema.json"
+    assert published == json_schema(), f"run `{regenerate}`"
 
 
 def test_every_james_field_name_of_every_projection_is_a_field_of_the_report():

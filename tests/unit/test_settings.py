@@ -9,11 +9,11 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.errors import OperatorError
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
+from james_consistency.runtime.spark_env import driver_java_options
 from james_consistency.settings import CATALOGUE, SETTINGS, configured, parse_setting, render_table, setting
-from james_consistency.spark_env import driver_java_options
 from james_consistency_kit.cassandra_node import LocalNode
 from james_consistency_kit.cli import main
 

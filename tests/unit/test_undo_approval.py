@@ -3,7 +3,7 @@ confirmation (which the job then gets); and what its approval form says."""
 
 import pytest
 from james_airflow.undo import plan_table, undo_job_arguments
-from james_consistency.run_report import RunReport, parse_report
+from james_consistency.report.run_report import RunReport, parse_report
 
 RUN_DIR, REPORT = "hdfs://namenode:8020/james/airflow/message_consistency/night/messages", "/tmp/repair.json"
 OFFLINE = "ALL-SERVICES-ARE-OFFLINE"

@@ -7,12 +7,12 @@ import uuid
 from types import SimpleNamespace
 
 from cassandra import WriteTimeout
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine.apply import ApplyContext, Imaging
 from james_consistency.engine.before_images import COUNTER, LWT
 from james_consistency.engine.live import run_steps
-from james_consistency.run_report import NEWER_KEPT, RESTORED
-from james_consistency.undo import Undoer
+from james_consistency.report.run_report import NEWER_KEPT, RESTORED
+from james_consistency.undo.policy import Undoer
 
 MAILBOX_ID = uuid.uuid4()
 PATH_KEY = {"namespace": "#private", "user": "bob", "mailboxname": "INBOX"}

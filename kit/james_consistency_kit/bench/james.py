@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
 
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench.jobs import run_job

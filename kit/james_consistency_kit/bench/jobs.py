@@ -1,10 +1,10 @@
 """The product's engine as the bench calls it: the repair jobs in process, in the bench's own Spark session (what
 spark-submit runs, without a JVM start per job). The bench's only door to the engine."""
 
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine.run import RunOptions
 from james_consistency.engine.tables import read_table
-from james_consistency.targets import resolve, run_target
+from james_consistency.jobs.targets import resolve, run_target
 
 __all__ = ["read_table", "run_job", "target_spec"]
 

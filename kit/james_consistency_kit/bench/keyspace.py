@@ -6,8 +6,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.runtime.paths import LOCAL_DIR
 
 from james_consistency_kit import james_harness
 

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from james_consistency.cql import CassandraSettings, close, connect
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.runtime.paths import LOCAL_DIR
 
 from james_consistency_kit import james_harness
 from james_consistency_kit.bench.james import NOT_BUILT, james_message_phases
@@ -102,8 +102,8 @@ def bench_messages(
 def prepare(bench: MessagesBench) -> None:
     """Seed the keyspace (or reuse it, unless it lost too many messages), break it at the benched rate, and read which
     schema it holds."""
+    from james_consistency.cassandra.schema import detect_generation
     from james_consistency.projections.messages import message_columns
-    from james_consistency.schema import detect_generation
 
     bench.preparation = prepare_keyspace(
         bench.spark,

@@ -3,7 +3,7 @@ the tables the repair reads, its dry run and its repair (James has no repair to 
 
 import time
 
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.cql import CassandraSettings
 
 from james_consistency_kit.bench.james import james_counters_phases
 from james_consistency_kit.bench.jobs import read_table, run_job, target_spec

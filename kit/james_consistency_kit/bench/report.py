@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from james_consistency.paths import PROJECT_ROOT
+from james_consistency.runtime.paths import PROJECT_ROOT
 
 from james_consistency_kit.bench.keyspace import RESEED_BELOW
 from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night, on_a_cluster

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
-from james_consistency.cql import CassandraSettings, close, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR, PROJECT_ROOT
+from james_consistency.runtime.paths import LOCAL_DIR, PROJECT_ROOT
 
 PUBLISHED_DIR = PROJECT_ROOT / "docs" / "benchmarks"
 

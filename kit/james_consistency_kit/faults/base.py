@@ -12,10 +12,10 @@ from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
-from james_consistency.cql import CassandraSettings, close, connect, table_names
+from james_consistency.cassandra.cql import CassandraSettings, close, connect, table_names
+from james_consistency.cassandra.schema import GENERATIONS, detect_generation, validate_keyspace_name
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR
-from james_consistency.schema import GENERATIONS, detect_generation, validate_keyspace_name
+from james_consistency.runtime.paths import LOCAL_DIR
 
 FAULTS_DIR = LOCAL_DIR / "faults"
 # Rows kept aside while scanning, in case none of the chosen ones passes its check.

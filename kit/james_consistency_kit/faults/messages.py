@@ -3,7 +3,7 @@ rows no James writes (the truth gate must stop the repair)."""
 
 from collections.abc import Callable
 
-from james_consistency.schema import FLAG_COLUMNS
+from james_consistency.cassandra.schema import FLAG_COLUMNS
 
 from james_consistency_kit.faults.base import Damage, Injection, plain, register, row_values
 

@@ -11,8 +11,8 @@ from typing import Protocol
 from cassandra import OperationTimedOut
 from cassandra.cluster import NoHostAvailable
 
-from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine import before_images
 from james_consistency.engine.before_images import DELETED, INSERTED, REWRITTEN, Recorder
 from james_consistency.engine.joined import LIVE_PROJECTION, driver_row

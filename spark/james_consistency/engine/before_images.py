@@ -197,7 +197,7 @@ class Recorder:
 
 def prepare(settings, repaired_keyspace: str) -> None:
     """Before a writing reconcile: the tables the executors record into."""
-    from james_consistency.cql import close, connect
+    from james_consistency.cassandra.cql import close, connect
 
     session = connect(settings)
     try:

@@ -24,7 +24,7 @@ from cassandra import ConsistencyLevel, OperationTimedOut, ReadTimeout, Unavaila
 from cassandra.cluster import NoHostAvailable
 from cassandra.query import BatchStatement, BatchType, dict_factory
 
-from james_consistency.cql import CassandraSettings, connect
+from james_consistency.cassandra.cql import CassandraSettings, connect
 
 TRANSIENT_ERRORS = (WriteTimeout, ReadTimeout, Unavailable, OperationTimedOut, NoHostAvailable)
 

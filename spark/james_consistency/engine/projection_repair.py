@@ -28,7 +28,7 @@ from james_consistency.engine.live import now_micros
 from james_consistency.engine.run import Run, Scan, gate, reason, reconcile, spread_over_executors
 from james_consistency.engine.spec import ProjectionSpec, Repair
 from james_consistency.engine.tables import direct_join_table, partition_read_key, read_by_partition
-from james_consistency.run_report import COMPLETED, PARTIAL, WINDOW_ENDED
+from james_consistency.report.run_report import COMPLETED, PARTIAL, WINDOW_ENDED
 
 log = logging.getLogger("james_consistency")
 

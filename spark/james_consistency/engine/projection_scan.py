@@ -13,7 +13,7 @@ from functools import partial
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from james_consistency.cql import CassandraSettings, close, column_types, connect
+from james_consistency.cassandra.cql import CassandraSettings, close, column_types, connect
 from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import candidates_by_key, with_sample
 from james_consistency.engine.diff import (
@@ -42,7 +42,7 @@ from james_consistency.engine.spec import ProjectionSpec
 from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
 from james_consistency.gates import GateResult
-from james_consistency.paths import LOCAL_DIR
+from james_consistency.runtime.paths import LOCAL_DIR
 
 log = logging.getLogger("james_consistency")
 

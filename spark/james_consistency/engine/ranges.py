@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from james_consistency.cql import CassandraSettings, close, connect, primary_key
+from james_consistency.cassandra.cql import CassandraSettings, close, connect, primary_key
 from james_consistency.engine import work_folder
 from james_consistency.engine.diff import DIGEST
 from james_consistency.engine.jvm import java_array, jvm_class

@@ -1,7 +1,7 @@
 """A run's report assembled for every repair (projections, the offline mailbox repair, the undo): a new report has
 the fields every run shares (what ran, where, when, with which options) and those its repair adds
 (`Repair.report_fields`: James's field names for its task); the stages fill it in; `finish` stamps its status and
-duration and checks it against the published model (james_consistency.run_report); `write_report` puts it on disk.
+duration and checks it against the published model (report.run_report); `write_report` puts it on disk.
 """
 
 import json
@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from james_consistency.run_report import NOT_APPLICABLE, SCHEMA_VERSION, package_version, parse_report
+from james_consistency.report.run_report import NOT_APPLICABLE, SCHEMA_VERSION, package_version, parse_report
 
 
 def _moment(seconds: float) -> str:

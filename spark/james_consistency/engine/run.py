@@ -10,7 +10,7 @@
     summarize  the outcomes counted into the report
 
 A repair may work in passes (the offline mailbox repair): scan -> reconcile again while a pass fixes something. The
-engine is handed its repair: it never looks a target up (james_consistency.targets does, for the job entry points).
+engine is handed its repair: it never looks a target up (james_consistency.jobs.targets does, for the job entry points).
 
 Nothing is collected to the driver but counts and bounded samples. The work folder may be a local path or a Hadoop
 filesystem URL (file://, hdfs://, s3a://): only Spark reads and writes it.
@@ -26,15 +26,15 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 
 from james_consistency import gates
-from james_consistency.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.cql import CassandraSettings
+from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.engine import apply, before_images, reports
 from james_consistency.engine.ranges import RangedScan, WindowEnded
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import OperatorError
-from james_consistency.paths import LOCAL_DIR
-from james_consistency.run_report import FAILED, WINDOW_ENDED
-from james_consistency.schema import validate_keyspace_name
+from james_consistency.report.run_report import FAILED, WINDOW_ENDED
+from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
 log = logging.getLogger("james_consistency")

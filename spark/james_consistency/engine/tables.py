@@ -4,10 +4,10 @@ of given keys a partition at a time (on the JVM side, through the connector's se
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from james_consistency.cql import CassandraSettings, close, connect, primary_key
+from james_consistency.cassandra.cql import CassandraSettings, close, connect, primary_key
 from james_consistency.engine.jvm import java_array, jvm_class
 from james_consistency.errors import OperatorError
-from james_consistency.spark_env import refresh_connector_schema
+from james_consistency.runtime.spark_env import refresh_connector_schema
 
 PARTITION_READ_CLASS = "org.james.consistency.PartitionRead"
 # Values of the last clustering column one request asks for, and the requests a Spark task has in flight.

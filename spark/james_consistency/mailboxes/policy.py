@@ -23,9 +23,9 @@ import random
 import uuid
 from dataclasses import dataclass, replace
 
-from james_consistency.acl_rights import RIGHTS_ORDER
-from james_consistency.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
-from james_consistency.cql import CassandraSettings
+from james_consistency.cassandra.acl_rights import RIGHTS_ORDER
+from james_consistency.cassandra.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine import before_images
 from james_consistency.engine.before_images import Recorder
 from james_consistency.engine.live import Query, one, prepared

@@ -34,7 +34,7 @@ from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
-from james_consistency.run_report import COMPLETED, PARTIAL
+from james_consistency.report.run_report import COMPLETED, PARTIAL
 
 log = logging.getLogger("james_consistency.mailboxes")
 

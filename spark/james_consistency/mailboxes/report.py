@@ -6,7 +6,7 @@ import json
 
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes.policy import merge_plan
-from james_consistency.run_report import RunReport
+from james_consistency.report.run_report import RunReport
 
 MERGE_ROUTE = "POST /cassandra/mailbox/merging"
 

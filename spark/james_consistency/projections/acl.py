@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType, StructField, StructType
 
-from james_consistency.acl_rights import RIGHTS_ORDER
+from james_consistency.cassandra.acl_rights import RIGHTS_ORDER
 from james_consistency.engine.apply import ApplyContext, UpdateWriter
 from james_consistency.engine.live import Query, one, prepared
 from james_consistency.engine.spec import (

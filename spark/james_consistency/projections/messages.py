@@ -6,6 +6,7 @@ The expected projection row is the truth row itself: every column equal, flags a
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from james_consistency.cassandra.schema import table
 from james_consistency.engine.apply import ApplyContext, to_cql_value
 from james_consistency.engine.joined import LIVE_PROJECTION, LIVE_TRUTH, LiveTables, driver_row, live_struct
 from james_consistency.engine.live import Query, Together, one, prepared
@@ -19,7 +20,6 @@ from james_consistency.engine.spec import (
     Writing,
 )
 from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
-from james_consistency.schema import table
 
 REPORT_NAMES = ReportNames(
     processed_truth="processedImapUidEntries",

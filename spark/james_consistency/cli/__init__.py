@@ -1,0 +1,1 @@
+"""`james-consistency`, the command line of the installed package."""

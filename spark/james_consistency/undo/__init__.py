@@ -1,0 +1,1 @@
+"""Taking a repair back from its before-images, and how long a repair stays undoable."""
