@@ -65,7 +65,8 @@ def run_history(args) -> int:
     if skipped:
         print(f"({skipped} JSON files in {folder} are not consistency reports: skipped)")
     if args.plot:
+        from james_consistency.projections import TARGETS
         from james_consistency.report.history_plot import plot
 
-        print(f"plot: {Path(args.plot)} ({', '.join(plot(entries, Path(args.plot)))})")
+        print(f"plot: {Path(args.plot)} ({', '.join(plot(entries, Path(args.plot), TARGETS))})")
     return 0

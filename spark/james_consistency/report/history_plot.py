@@ -11,11 +11,13 @@ from pathlib import Path
 from james_consistency.report.history import RunEntry
 
 
-def _color(target: str) -> str:
-    """One stable colour per projection (the same in every plot)."""
+def _color(target: str, known: tuple[str, ...]):
+    """One stable colour per projection (the same in every plot): the known targets' in their order, then one by the
+    name's checksum."""
     from matplotlib import colormaps
 
-    return colormaps["tab10"](zlib.crc32(target.encode()) % 10)
+    index = known.index(target) if target in known else len(known) + zlib.crc32(target.encode())
+    return colormaps["tab10"](index % 10)
 
 
 def series(entries: list[RunEntry]) -> dict[str, list[tuple[datetime, int]]]:
@@ -29,10 +31,12 @@ def series(entries: list[RunEntry]) -> dict[str, list[tuple[datetime, int]]]:
     return drawn
 
 
-def plot(entries: list[RunEntry], path: Path) -> dict[str, list[tuple[datetime, int]]]:
+def plot(
+    entries: list[RunEntry], path: Path, known_targets: tuple[str, ...] = ()
+) -> dict[str, list[tuple[datetime, int]]]:
     """A PNG: inconsistencies found (top) and fixed (bottom) per projection over time; failed runs marked with a
-    red cross. The series drawn are also in the PNG's `Series` text chunk (JSON: label -> number of points, and
-    `failed runs`)."""
+    red cross; `known_targets` give the first colours, in their order. The series drawn are also in the PNG's
+    `Series` text chunk (JSON: label -> number of points, and `failed runs`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +50,7 @@ def plot(entries: list[RunEntry], path: Path) -> dict[str, list[tuple[datetime, 
         target, what = label.rsplit(" ", 1)
         axis = found_axis if what == "found" else fixed_axis
         times, counts = zip(*points, strict=True)
-        axis.plot(times, counts, marker="o", linewidth=2, color=_color(target), label=target)
+        axis.plot(times, counts, marker="o", linewidth=2, color=_color(target, known_targets), label=target)
     failed = [entry for entry in entries if entry.status == "FAILED"]
     if failed:
         found_axis.scatter(
