@@ -12,8 +12,9 @@ ARG AIRFLOW_IMAGE=apache/airflow:3.3.2-python3.11
 
 FROM ${SPARK_IMAGE} AS spark
 
-# The connector and its dependencies from Maven Central, resolved once at build time (no Ivy at run time), and the
-# product's JVM side compiled against them and the Spark image's jars, as scripts/setup.sh does.
+# The connector and its dependencies from Maven Central, resolved once at build time (the image's JAMES_SPARK_JARS_DIR:
+# nothing is downloaded at run time), and the product's JVM side compiled against them and the Spark image's jars, as
+# scripts/setup.sh does.
 FROM maven:3.9-eclipse-temurin-17 AS jars
 COPY jars/spark/pom.xml /build/jars/spark/pom.xml
 RUN mvn --batch-mode --quiet -f /build/jars/spark/pom.xml package
@@ -46,10 +47,11 @@ RUN pip install --no-cache-dir -c /tmp/requirements.txt \
  && pip check \
  && rm -rf /tmp/dist /tmp/requirements.txt
 ENV JAMES_CONSISTENCY_LOCAL_DIR=/opt/james-consistency \
+    JAMES_SPARK_JARS_DIR=/opt/james-consistency/jars/spark \
     GX_ANALYTICS_ENABLED=false \
     PYSPARK_PYTHON=python3 \
     PYSPARK_DRIVER_PYTHON=python3
 # The install holds its package data and finds the connector's jars and its own; the DAGs' bundle is there; no kit.
-RUN python -c "import importlib.util, james_airflow.bundle as b, james_consistency.runtime.paths as p; \
-assert p.spark_jars()[-1].name == 'james-consistency-jvm.jar'; assert (b.DAGS_FOLDER / 'message_consistency.py').is_file(); \
+RUN python -c "import importlib.util, james_airflow.bundle as b, james_consistency.runtime.connector_jars as j; \
+assert j.spark_jars()[-1].name == 'james-consistency-jvm.jar'; assert (b.DAGS_FOLDER / 'message_consistency.py').is_file(); \
 assert importlib.util.find_spec('james_consistency_kit') is None, 'the local kit is not for the image'"

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from james_consistency.cassandra.consistency_levels import AS_JAMES
 from james_consistency.report.exit_codes import EXIT_WINDOW_ENDED, TRANSIENT_EXIT_CODE
 from james_consistency.report.run_report import RunReport, Status
 from james_consistency.runtime.package_data import entry_point
@@ -34,6 +35,8 @@ class RunScan:
     until: datetime | None = None
     ranges: int = 0
     full_verify: bool = False
+    # The scan's limits as the job's arguments (engine.load_limits.LoadLimits.as_arguments): only a scan takes them.
+    load: tuple[str, ...] = ()
 
     def arguments(self, mode: str) -> list[str]:
         arguments = ["--run-dir", self.run_dir]
@@ -44,7 +47,26 @@ class RunScan:
         arguments += ["--ranges", str(self.ranges)]
         if self.until is not None:
             arguments += ["--until", self.until.isoformat()]
-        return arguments
+        return [*arguments, *self.load]
+
+
+def run_load(params: dict, scheduled: bool):
+    """The scan's limits of a DAG run: the trigger form's (the settings' for a field it lacks); the adaptive mode as
+    JAMES_ADAPTIVE_RATE says on a scheduled (or asset-triggered) run, as the form says on a manual one. A limit that
+    makes no sense fails the task at once, before spark-submit (never retried)."""
+    from james_consistency.engine.load_limits import LoadLimits
+    from james_consistency.errors import OperatorError
+
+    try:
+        return LoadLimits.from_settings(
+            adaptive=setting("JAMES_ADAPTIVE_RATE") if scheduled else bool(params.get("adaptive")),
+            rows_per_second=params.get("scan_rows_per_second"),
+            # An empty target in the form means derived (0), whatever the setting.
+            latency_target_ms=(params["latency_target_ms"] or 0.0) if "latency_target_ms" in params else None,
+            floor=params.get("rate_floor"),
+        ).validate()
+    except OperatorError as error:
+        raise AirflowFailException(f"the scan's limits: {error}") from None
 
 
 def job_arguments(target: str, mode: str, params: dict, report: str, scan: RunScan | None = None) -> list[str]:
@@ -60,11 +82,11 @@ def job_arguments(target: str, mode: str, params: dict, report: str, scan: RunSc
             str(params["messages_per_second"]),
             "--recheck-delay",
             str(params["recheck_delay_seconds"]),
-            "--truth-consistency",
-            str(params["truth_consistency"]),
             "--max-destructive-share",
             str(params["max_destructive_share"]),
         ]
+        if params.get("truth_consistency", AS_JAMES) != AS_JAMES:  # a level chosen in the form wins over James's
+            arguments += ["--truth-consistency", str(params["truth_consistency"])]
         if params.get("allow_destructive"):
             arguments.append("--allow-destructive")
     if target == "flags" and params.get("remove_unused_flags"):
@@ -96,7 +118,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
 
     def execute(self, context):
         from james_consistency.cassandra.cql import CassandraSettings
-        from james_consistency.runtime.paths import spark_jars
+        from james_consistency.runtime.connector_jars import spark_jars
         from james_consistency.runtime.spark_env import (
             cluster_shipping_conf,
             connector_conf,
@@ -162,6 +184,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
         due = getattr(dag_run, "run_after", None) or getattr(dag_run, "start_date", None) or datetime.now(UTC)
         window = setting("JAMES_REPAIR_WINDOW_MINUTES")
         weekday = setting("JAMES_FULL_VERIFY_WEEKDAY").lower()[:3]
+        scheduled = getattr(dag_run, "run_type", "manual") != "manual"
         return RunScan(
             run_dir=run_dir,
             reuse=self.scan_step is not None,
@@ -170,6 +193,7 @@ class ConsistencyJobOperator(SparkSubmitOperator):
             ranges=setting("JAMES_TOKEN_RANGES"),
             full_verify=bool(context["params"].get("full_verify"))
             or (weekday in WEEKDAYS and due.weekday() == WEEKDAYS.index(weekday)),
+            load=tuple(run_load(context["params"], scheduled).as_arguments()),
         )
 
 

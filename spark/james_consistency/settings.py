@@ -29,6 +29,8 @@ from james_consistency.errors import OperatorError
 # Largest share of a projection's rows a plan may delete or rewrite unless told otherwise (JAMES_MAX_DESTRUCTIVE_SHARE,
 # the trigger forms, `--max-destructive-share`).
 DEFAULT_MAX_DESTRUCTIVE_SHARE = 0.05
+# The rate a night's scan never goes below in the adaptive mode (JAMES_RATE_FLOOR_ROWS_PER_SECOND, `--rate-floor`).
+DEFAULT_RATE_FLOOR_ROWS_PER_SECOND = 1000.0
 
 TYPES = ("str", "int", "float", "bool", "cron", "list")
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -142,6 +144,38 @@ _CONNECTION = (
         secret=True,
     ),
 )
+# What the James deployment is configured with, so that the repairs do as its own code does.
+_JAMES = (
+    Setting(
+        "JAMES_HANDLE_RECENT",
+        "bool",
+        True,
+        "James's `-Djames.mailbox.handleRecent` (jvm.properties, James master only; 3.9.x always handles Recent). "
+        "0: James neither reads nor writes mailboxRecents and ignores messages' flagRecent, so the `recent` target "
+        "is NOT_APPLICABLE (nothing checked or written) and `messages` does not compare flagRecent.",
+        "jobs, CLI",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_MESSAGE_WRITE_STRONG_CONSISTENCY",
+        "bool",
+        True,
+        "James's `message.write.strong.consistency.unsafe` (cassandra.properties): 1, James writes imapUidTable with "
+        "lightweight transactions and the re-checks re-read it at JAMES_LWT_SERIAL_CONSISTENCY; 0, at the regular "
+        "level (LOCAL_QUORUM). A run's `--truth-consistency` wins.",
+        "jobs, CLI",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_LWT_SERIAL_CONSISTENCY",
+        "str",
+        "SERIAL",
+        "The level of James's `LWT` driver profile (cassandra-driver.conf, `profiles.LWT.basic.request.consistency`): "
+        "SERIAL or LOCAL_SERIAL.",
+        "jobs, CLI",
+        airflow_variable=True,
+    ),
+)
 _SPARK = (
     Setting(
         "SPARK_MASTER",
@@ -202,6 +236,24 @@ _SPARK = (
         "1: give the Spark driver, and the executors of the kit's standalone cluster, their full JIT back (a long "
         "run on a big keyspace).",
         "CLI, DAG tasks, `spark start`",
+    ),
+    Setting(
+        "JAMES_SPARK_JARS_DIR",
+        "str",
+        None,
+        "A folder holding the Spark Cassandra Connector's jars and their dependencies, for a site without Maven "
+        "Central: every job ships these, nothing is downloaded.",
+        "CLI, DAG tasks",
+        default_text="`<local dir>/jars/spark` when it holds the connector (a checkout, the Airflow image); else "
+        "Spark resolves the connector from Maven Central once, into JAMES_SPARK_IVY_DIR",
+    ),
+    Setting(
+        "JAMES_SPARK_IVY_DIR",
+        "str",
+        None,
+        "Spark's Ivy folder (spark.jars.ivy) when it resolves the connector: its cache and the jars the jobs ship.",
+        "CLI, DAG tasks",
+        default_text="`<local dir>/ivy`",
     ),
 )
 _DAG_SETTINGS = (
@@ -398,6 +450,47 @@ _ALERT_SETTINGS = (
         default_text="unset: alerts link the local files",
     ),
 )
+_LOAD = (
+    Setting(
+        "JAMES_SCAN_ROWS_PER_SECOND",
+        "float",
+        0.0,
+        "Rows a second a run's scan may read across the whole cluster (both tables together; each Spark task reading "
+        "at once gets its share); `--scan-rows-per-second` and the trigger forms override it. 0: no fixed limit, "
+        "since the right figure depends on the ring (`bench model` gives the rate a night needs to fit its window); "
+        "scheduled nights adapt to the ring's latency anyway (JAMES_ADAPTIVE_RATE).",
+        "jobs, CLI, DAG tasks",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_ADAPTIVE_RATE",
+        "bool",
+        True,
+        "Scheduled nights adapt their scan's rate between batches of token ranges: lower when a canary read of "
+        "James's keyspace is slower than JAMES_LATENCY_TARGET_MS, higher again when it is not. Manual triggers and "
+        "the command line adapt only when asked (`--adaptive`, the trigger form).",
+        "DAG tasks",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_LATENCY_TARGET_MS",
+        "float",
+        0.0,
+        "The canary read's latency (its p99 over a batch of ranges, in milliseconds) the adaptive mode keeps under; "
+        "0: derived when the night starts, twice the canary's p99 before the scan (at least 2 ms).",
+        "jobs, CLI, DAG tasks",
+        airflow_variable=True,
+    ),
+    Setting(
+        "JAMES_RATE_FLOOR_ROWS_PER_SECOND",
+        "float",
+        DEFAULT_RATE_FLOOR_ROWS_PER_SECOND,
+        "The adaptive mode never reads slower than this (rows a second across the cluster), so that a night always "
+        "progresses; at the default a 1M-message keyspace (2M rows) is still read in about 35 minutes.",
+        "jobs, CLI, DAG tasks",
+        airflow_variable=True,
+    ),
+)
 _LOCAL_STATE = (
     Setting(
         "JAMES_CONSISTENCY_LOCAL_DIR",
@@ -541,12 +634,25 @@ GROUPS: tuple[Group, ...] = (
     ),
     Group("Spark", "How the CLI and the DAG tasks start the Spark jobs.", _SPARK),
     Group(
+        "James's configuration",
+        "How the James deployment is configured, where a repair must do as James's own code does (see "
+        "[Cassandra: consistency, rates, replication](#cassandra-consistency-rates-replication)); read by the jobs, "
+        "so in Airflow set them in the workers' environment.",
+        _JAMES,
+    ),
+    Group(
         "DAGs",
         "Read when the DAG files are parsed or their tasks run; each can also be given as the Airflow Variable of "
         "the same name (`AIRFLOW_VAR_<NAME>`).",
         _DAG_SETTINGS,
     ),
     Group("Alerts", "Read when an alert is sent, never at DAG parse time.", _ALERT_SETTINGS),
+    Group(
+        "Load on the ring",
+        "How hard a run's scan may read the ring James serves mail from, and how it yields to James's users (see "
+        "[Cassandra: consistency, rates, replication](#cassandra-consistency-rates-replication)).",
+        _LOAD,
+    ),
     Group("Local state", "Where the jobs, the CLI and the DAGs keep what they write.", _LOCAL_STATE),
     Group(
         "Local kit",

@@ -3,9 +3,11 @@ PATH, an unrelated working folder, and nothing project-specific in the environme
 
 import json
 import subprocess
+from pathlib import Path
 
 from james_consistency.cassandra.schema import create_schema
-from james_consistency.runtime.paths import PROJECT_ROOT
+from james_consistency.runtime.connector_jars import CONNECTOR_PACKAGE
+from james_consistency.runtime.paths import PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency_kit.faults import inject
 from james_consistency_kit.seed import seed_platform
 
@@ -71,7 +73,16 @@ def test_missing_java_is_named_in_one_line(cql, cassandra_settings, new_keyspace
     ]
 
 
-def test_missing_connector_jars_are_named_in_one_line(cql, cassandra_settings, new_keyspace, tmp_path):
+# Spark's resolution as on a site without Maven Central: the JVM spark-submit starts gets a proxy nothing listens on,
+# and a home of its own (Ivy looks in ~/.m2 first, Java's home is not $HOME).
+def without_maven_central(home: Path) -> str:
+    unreachable = " ".join(f"-D{scheme}.proxyHost=127.0.0.1 -D{scheme}.proxyPort=9" for scheme in ("http", "https"))
+    return f"-Duser.home={home} {unreachable}"
+
+
+def test_without_maven_central_or_a_folder_of_jars_the_error_names_the_setting(
+    cql, cassandra_settings, new_keyspace, tmp_path
+):
     keyspace = new_keyspace("nojars")
     create_schema(cql, keyspace, "3.9")
     empty_local = tmp_path / "local"
@@ -79,9 +90,36 @@ def test_missing_connector_jars_are_named_in_one_line(cql, cassandra_settings, n
 
     result = run_by_path(
         tmp_path, "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port),
-        JAMES_CONSISTENCY_LOCAL_DIR=empty_local,
+        JAMES_CONSISTENCY_LOCAL_DIR=empty_local, SPARK_SUBMIT_OPTS=without_maven_central(tmp_path / "home"),
     )  # fmt: skip
 
     assert result.returncode == 2
-    [line] = result.stderr.strip().splitlines()
-    assert line.startswith(f"james-consistency: error: no Spark Cassandra Connector jars in {empty_local}/jars/spark")
+    assert result.stderr.strip().splitlines() == [
+        f"resolving {CONNECTOR_PACKAGE} with Spark into {empty_local}/ivy (once)",
+        f"james-consistency: error: could not resolve the Spark Cassandra Connector ({CONNECTOR_PACKAGE}) with Spark "
+        f"into {empty_local}/ivy: Maven Central is unreachable (java.net.ConnectException: Connection refused); a site "
+        "without Maven Central sets JAMES_SPARK_JARS_DIR to a folder of its jars (docs/deployment.md)",
+    ]
+
+
+def test_a_site_without_maven_central_runs_a_check_from_its_folder_of_jars(
+    cql, cassandra_settings, new_keyspace, tmp_path
+):
+    keyspace = new_keyspace("jarsdir")
+    create_schema(cql, keyspace, "3.9")
+    folder = tmp_path / "connector"
+    folder.mkdir()
+    for jar in SPARK_JARS_DIR.glob("*.jar"):  # what an operator copied there (docs/deployment.md)
+        (folder / jar.name).symlink_to(jar)
+    empty_local = tmp_path / "local"
+    empty_local.mkdir()
+
+    result = run_by_path(
+        tmp_path, "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port),
+        JAMES_CONSISTENCY_LOCAL_DIR=empty_local, JAMES_SPARK_JARS_DIR=folder,
+        SPARK_SUBMIT_OPTS=without_maven_central(tmp_path / "home"),
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"messages check on {keyspace}: COMPLETED; found missing 0, outdated 0, orphan 0" in result.stdout
+    assert "resolving" not in result.stderr and not (empty_local / "ivy").exists(), "nothing was downloaded"

@@ -6,10 +6,15 @@ and under 3.12, nothing of the repository on any path of what runs there:
   and the build refuses a wheel without the JVM jar;
 - `pip check` is clean, `james-consistency --version` names the wheel's version, a kit command names the extra;
 - an Airflow home whose DAGs folder is empty lists the eight DAGs, from the package's bundle, without import errors;
-- one message_consistency run (`airflow dags test`) repairs a copy of a keyspace James's own code broke once for
-  the module (the kit's `james-consistency james ...`, from this checkout), its Spark tasks on the kit's standalone
-  cluster, whose executors' Python lacks the package: they import the zip the installed package built at submit
-  time;
+- with no folder of connector jars, the first job has Spark resolve the connector (spark.jars.packages) into the Ivy
+  folder IVY_DIR, shared by both Pythons and kept under .local/ between runs: Maven Central is reached when that
+  cache is cold only (Java's home is the install's: the machine's ~/.m2 is not looked at), and the session's first
+  job resolves again from the cache. `james-consistency check messages` then finds what James broke in a copy of a
+  keyspace James's own code broke once for the module (the kit's `james-consistency james ...`, from this
+  checkout), and one message_consistency run (`airflow dags test`) repairs it, its Spark tasks on the kit's
+  standalone cluster, whose executors' Python lacks the package: they import the zip the installed package built at
+  submit time;
+- the driver's class archive builds from the jars Spark resolved;
 - an install that lost a suite names it at start-up: the command line before spark-submit, the DAG files when parsed.
 
 One virtualenv per Python version a session (uv and its cache: about 20 s each once the wheels are cached). pyspark,
@@ -32,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from james_consistency.cassandra.schema import create_schema
+from james_consistency.runtime.connector_jars import resolved_list
 from james_consistency.runtime.package_data import JVM_JAR_NAME
 from james_consistency.runtime.paths import LOCAL_DIR, PROJECT_ROOT, SPARK_JARS_DIR
 from james_consistency_kit import james_harness, spark_cluster
@@ -41,9 +47,18 @@ from support.messages import projection, truth
 pytestmark = pytest.mark.end_to_end
 
 PYTHONS = ("3.11", "3.12")
-PACKAGES = {"james_consistency": PROJECT_ROOT / "spark", "james_airflow": PROJECT_ROOT / "plugins"}
+# Each folder of the wheel and the checkout's folder it is built from (pyproject.toml's package-dir).
+PACKAGES = {
+    "james_consistency": PROJECT_ROOT / "spark" / "james_consistency",
+    "james_consistency/expectations": PROJECT_ROOT / "expectations",
+    "james_airflow": PROJECT_ROOT / "plugins" / "james_airflow",
+    "james_airflow/dags": PROJECT_ROOT / "dags",
+}
 UV = Path(sys.executable).with_name("uv")
 WHEELHOUSE = LOCAL_DIR / "wheels"  # scripts/setup.sh
+# Spark's Ivy folder for the installs (JAMES_SPARK_IVY_DIR): the connector downloaded once for both Pythons and later
+# runs. The only path of this checkout an install is given: a cache, which Spark's resolution writes.
+IVY_DIR = LOCAL_DIR / "install-test-ivy"
 # The checkout's command line, with the kit: James's own code through `james-consistency james ...`.
 CHECKOUT_CLI = Path(sys.executable).with_name("james-consistency")
 DAG_IDS = {
@@ -92,14 +107,15 @@ def succeeded(result: subprocess.CompletedProcess) -> str:
 
 
 def copy_sources(target: Path, with_jar: bool = True) -> Path:
-    """What the wheel is built from (pyproject, README, the build backend, the two packages), as in a checkout."""
+    """What the wheel is built from (pyproject, README, the build backend, the two packages, the DAGs and the suites),
+    as in a checkout."""
     target.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(PROJECT_ROOT / name, target / name)
     (target / "scripts").mkdir()
     shutil.copy(PROJECT_ROOT / "scripts" / "build_backend.py", target / "scripts")
     ignored = ("__pycache__", "*.pyc") if with_jar else ("__pycache__", "*.pyc", JVM_JAR_NAME)
-    for root in ("spark", "plugins"):
+    for root in ("spark", "plugins", "dags", "expectations"):
         shutil.copytree(PROJECT_ROOT / root, target / root, ignore=shutil.ignore_patterns(*ignored))
     return target
 
@@ -107,9 +123,9 @@ def copy_sources(target: Path, with_jar: bool = True) -> Path:
 def package_files() -> set[str]:
     """The files of the two packages in this working tree (the JVM jar set-up compiled included), wheel-relative."""
     return {
-        path.relative_to(root).as_posix()
-        for package, root in PACKAGES.items()
-        for path in (root / package).rglob("*")
+        f"{folder}/{path.relative_to(source).as_posix()}"
+        for folder, source in PACKAGES.items()
+        for path in source.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     }
 
@@ -153,7 +169,7 @@ class Install:
 
     def environment(self, **extra: str) -> dict[str, str]:
         """As on an Airflow host: this virtualenv and the system's, Java, and the settings the deployment guide
-        names; nothing of this checkout or of the tests' own environment."""
+        names; nothing of this checkout (but the Ivy cache) or of the tests' own environment."""
         kept = {name: os.environ[name] for name in ("JAVA_HOME", "TMPDIR", "LANG") if name in os.environ}
         return {
             **kept,
@@ -164,6 +180,10 @@ class Install:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": json.dumps(BUNDLES),
             "JAMES_CONSISTENCY_LOCAL_DIR": str(self.local_dir),
+            "JAMES_SPARK_IVY_DIR": str(IVY_DIR),
+            # Java's home, where Ivy looks for ~/.m2, is the password file's, not $HOME: the install's, as on a host
+            # where Maven never ran.
+            "SPARK_SUBMIT_OPTS": f"-Duser.home={self.root / 'home'}",
             "GX_ANALYTICS_ENABLED": "false",
             "SPARK_LOCAL_IP": "127.0.0.1",
             # dag.test() of Airflow 3.3.2 cannot finish a run of a DAG with a Deadline alert (tests/conftest.py).
@@ -178,7 +198,9 @@ class Install:
 
 @pytest.fixture(scope="session")
 def installs(wheel, tmp_path_factory):
-    """The Install of a Python version, built on first use and kept for the session."""
+    """The Install of a Python version, built on first use and kept for the session. The list of the jars Spark
+    resolved is forgotten first: the session's first job resolves again (from the kept Ivy cache)."""
+    resolved_list(IVY_DIR).unlink(missing_ok=True)
     made: dict[str, Install] = {}
 
     def install(python: str) -> Install:
@@ -206,9 +228,6 @@ def _install(python: str, wheel: Path, root: Path) -> Install:
     executors = [UV, "pip", "install", "--quiet", "--python", installed.executor_python, "-c", lock, "-f", WHEELHOUSE]
     succeeded(run([*executors, "pyspark", "cassandra-driver"], timeout=900))
     installed.dags_folder.mkdir(parents=True)
-    (installed.local_dir / "jars" / "spark").mkdir(parents=True)
-    for jar in SPARK_JARS_DIR.glob("*.jar"):  # the connector's, as an operator resolves them (docs/deployment.md)
-        (installed.local_dir / "jars" / "spark" / jar.name).symlink_to(jar)
     succeeded(installed.run("airflow", "db", "migrate"))
     print(f"Python {python}: installed with an Airflow home in {time.perf_counter() - started:.0f}s")
     return installed
@@ -254,10 +273,12 @@ def test_the_installed_command_line_needs_no_kit(installs, python):
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james_broke(
+def test_without_the_repository_the_command_line_checks_and_airflow_repairs_what_james_broke(
     installs, python, spark_standalone, cassandra_node, cql, new_keyspace, broken_by_james
 ):
     installed = installs(python)
+    given = installed.environment(SPARK_EXECUTOR_PYTHON=str(installed.executor_python))
+    assert [name for name, value in given.items() if str(PROJECT_ROOT) in value] == ["JAMES_SPARK_IVY_DIR"]
     succeeded(installed.run("airflow", "dags", "reserialize"))
     dags = listed(succeeded(installed.run("airflow", "dags", "list", "-o", "json")))
     errors = listed(succeeded(installed.run("airflow", "dags", "list-import-errors", "-o", "json")))
@@ -270,6 +291,18 @@ def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james
     keyspace = new_keyspace(f"install{python.replace('.', '')}")
     template, broken = broken_by_james
     copy_keyspace(cql, template, keyspace, WRITTEN_BY_UPDATE[james_harness.DEFAULT_VERSION])
+    started = time.time()
+    check = installed.root / f"check-{keyspace}.json"
+    checked = installed.run(
+        "james-consistency", "check", "messages", "--keyspace", keyspace, "--port", cassandra_node.native_port,
+        "--report", check,
+    )  # fmt: skip
+    print(f"Python {python}: james-consistency check messages in {time.time() - started:.0f}s")
+
+    succeeded(checked)
+    assert json.loads(check.read_text())["inconsistencies"] == broken
+    assert_the_connector_came_from_sparks_resolution(installed)
+
     started = time.time()
     conf = {"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
     tested = installed.run(
@@ -295,6 +328,17 @@ def test_an_airflow_without_the_repository_lists_the_dags_and_repairs_what_james
     assert set(projection(cql, keyspace)) == set(truth(cql, keyspace))
     assert {(report["version"], report["schemaVersion"] > 0) for report in reports.values()} == {("0.2.0", True)}
     assert_the_executors_imported_the_installed_packages_zip(installed, tested.stdout + tested.stderr, started)
+
+
+def assert_the_connector_came_from_sparks_resolution(installed: Install) -> None:
+    """The install has no folder of jars; its jobs shipped the jars Spark resolved into IVY_DIR (this session: the
+    `installs` fixture removed the list first), the same jars as Maven's resolution of jars/spark/pom.xml (Ivy names
+    them `<group>_<artifact>`)."""
+    assert not (installed.local_dir / "jars" / "spark").exists()
+    listed = resolved_list(IVY_DIR)
+    jars = [Path(line) for line in listed.read_text().splitlines()]
+    assert all(jar.parent == IVY_DIR / "jars" and jar.is_file() for jar in jars)
+    assert {jar.name.split("_", 1)[1] for jar in jars} == {jar.name for jar in SPARK_JARS_DIR.glob("*.jar")}
 
 
 @pytest.fixture(scope="module")
@@ -366,6 +410,20 @@ def assert_the_executors_imported_the_installed_packages_zip(installed: Install,
         [installed.executor_python, "-c", "import importlib.util as u; print(u.find_spec('james_consistency'))"]
     )
     assert succeeded(lacks).strip() == "None"
+
+
+def test_an_install_archives_the_drivers_classes_with_the_jars_spark_resolved(installs):
+    """`python -m james_consistency.runtime.spark_env` (what set-up runs in a checkout) builds the class archive of
+    the driver JVMs for the class path the jobs use: the jars Spark resolved, then the package's JVM jar."""
+    installed = installs(PYTHONS[0])
+
+    succeeded(installed.run("python", "-m", "james_consistency.runtime.spark_env"))
+    archive = installed.local_dir / "jars" / "spark-driver-classes.jsa"
+    stamp = archive.with_suffix(".stamp").read_text()
+    resolved = resolved_list(IVY_DIR).read_text().split()
+    jvm_jar = installed.site_packages / "james_consistency" / "jvm" / JVM_JAR_NAME
+    assert archive.stat().st_size > 0
+    assert stamp.rstrip("\n").split("; ")[-1].split() == sorted([*resolved, str(jvm_jar)])
 
 
 PARSE_ERRORS = """

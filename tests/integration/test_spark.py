@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pyspark
-from james_consistency.runtime.paths import spark_jars
+from james_consistency.runtime.connector_jars import spark_jars
 from james_consistency.runtime.spark_env import spark_submit_command
 
 COPY_TABLE = Path(__file__).resolve().parents[1] / "support" / "copy_table.py"

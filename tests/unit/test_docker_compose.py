@@ -226,12 +226,13 @@ def test_the_airflow_image_installs_the_wheel_and_nothing_else_of_the_repository
 def test_the_airflow_image_compiles_the_products_jvm_side_into_the_package(tmp_path):
     """The image's javac and jar commands, run here with the image's folders mapped to this machine's (pip's Spark
     jars for the Spark image's), give the jar set-up builds, where the wheel takes it from; the connector's jars go
-    to the jars folder of the package's local dir."""
+    to the jars folder of the package's local dir, which the image names as its folder of jars (no download)."""
     services = compose()["services"]
     built = stages(dockerfile(services["airflow-scheduler"]))
     compiled = next(line for line in built["jars"] if line.startswith("RUN") and "javac" in line)
     copied = next(line for line in built["final"] if line.startswith("COPY") and "--from=jars" in line)
     assert copied.split()[-2:] == ["/build/.local/jars/spark/", f"{PROJECT_HOME}/jars/spark/"]
+    assert image_environment(built["final"])["JAMES_SPARK_JARS_DIR"] == f"{PROJECT_HOME}/jars/spark", "no download"
     assert f"/build/jvm/{JVM_JAR_NAME}" in compiled
     assert (package_path("jvm") / JVM_JAR_NAME).is_file(), "set-up builds the same jar"
 

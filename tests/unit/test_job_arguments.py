@@ -27,9 +27,21 @@ FORM = {
 def test_a_repair_carries_the_rate_the_delay_the_consistency_and_the_safety_threshold():
     assert job_arguments("recent", "repair", FORM, "r.json") == [
         *("--target", "recent", "--keyspace", "james_prod", "--mode", "repair", "--report", "r.json"),
-        *("--messages-per-second", "200", "--recheck-delay", "30", "--truth-consistency", "SERIAL"),
-        *("--max-destructive-share", "0.05"),
+        *("--messages-per-second", "200", "--recheck-delay", "30", "--max-destructive-share", "0.05"),
+        *("--truth-consistency", "SERIAL"),
     ]
+
+
+def test_the_forms_default_consistency_leaves_the_levels_to_james_s_settings(monkeypatch):
+    from james_consistency.cassandra.consistency_levels import AS_JAMES, read_levels
+
+    monkeypatch.setenv("JAMES_LWT_SERIAL_CONSISTENCY", "LOCAL_SERIAL")
+    command = job_arguments("messages", "repair", {**FORM, "truth_consistency": AS_JAMES}, "r.json")
+    options = run_options(build_parser().parse_args(command))
+
+    assert "--truth-consistency" not in command and options.truth_consistency is None
+    levels = read_levels(options.truth_consistency)
+    assert (levels.message_truth, levels.truth, levels.scan) == ("LOCAL_SERIAL", "LOCAL_QUORUM", "LOCAL_QUORUM")
 
 
 def test_allowing_a_destructive_plan_and_removing_unused_keywords_are_explicit_choices():
@@ -158,7 +170,7 @@ def test_a_job_writes_its_report_then_prints_its_summary_its_failed_gates_but_th
 
 def test_a_local_job_has_the_connector_on_its_class_path_a_cluster_job_ships_its_code(monkeypatch):
     from james_consistency.cassandra.cql import CassandraSettings
-    from james_consistency.runtime.paths import spark_jars
+    from james_consistency.runtime.connector_jars import spark_jars
     from james_consistency.runtime.spark_env import spark_submit_command
 
     monkeypatch.setenv("SPARK_PY_FILES", "/opt/james/james_consistency.zip")

@@ -13,7 +13,7 @@ def jvm_class(spark: SparkSession, name: str):
     found = reduce(getattr, name.split("."), spark._jvm)
     if not isinstance(found, JavaClass):  # py4j names an unknown class as a package
         raise OperatorError(
-            f"{name} is not on Spark's class path: pass runtime.paths.spark_jars() to Spark (they end "
+            f"{name} is not on Spark's class path: pass runtime.connector_jars.spark_jars() to Spark (they end "
             "with the package's jvm/james-consistency-jvm.jar, which scripts/setup.sh compiles in a checkout)"
         )
     return found

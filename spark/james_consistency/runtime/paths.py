@@ -1,11 +1,11 @@
-"""Where the project keeps its local state (connector jars, node data, reports, GX results, alerts): the folder
-JAMES_CONSISTENCY_LOCAL_DIR names, else the checkout's git-ignored `.local` when the package runs from its checkout
-(`make`, the editable install), else the user's data folder. The files the package ships: `package_data`."""
+"""Where the project keeps its local state (connector jars or their Ivy cache, node data, reports, GX results,
+alerts): the folder JAMES_CONSISTENCY_LOCAL_DIR names, else the checkout's git-ignored `.local` when the package runs
+from its checkout (`make`, the editable install), else the user's data folder. The files the package ships:
+`package_data`; the jars Spark gets: `connector_jars`."""
 
 import os
 from pathlib import Path
 
-from james_consistency.runtime.package_data import jvm_jar
 from james_consistency.settings import setting
 
 
@@ -26,17 +26,3 @@ JARS_DIR = LOCAL_DIR / "jars"
 CASSANDRA_JARS_DIR = JARS_DIR / "cassandra"
 SPARK_JARS_DIR = JARS_DIR / "spark"
 REPORTS_DIR = LOCAL_DIR / "reports"
-
-
-def spark_jars() -> list[Path]:
-    """The Spark Cassandra Connector and its dependencies (resolved by `scripts/setup.sh`, or an image's build, into
-    SPARK_JARS_DIR), then the product's JVM side, which the package ships."""
-    from james_consistency.errors import OperatorError
-    from james_consistency.runtime.package_data import require_package_data
-
-    connector = sorted(jar for jar in SPARK_JARS_DIR.glob("*.jar") if jar.name != jvm_jar().name)
-    if not connector:
-        fix = "run scripts/setup.sh first" if PROJECT_ROOT else "resolve them there with Maven (docs/deployment.md)"
-        raise OperatorError(f"no Spark Cassandra Connector jars in {SPARK_JARS_DIR}: {fix}")
-    require_package_data()
-    return [*connector, jvm_jar()]

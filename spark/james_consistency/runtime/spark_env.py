@@ -8,8 +8,9 @@ from pathlib import Path
 
 from james_consistency.cassandra.connection import CassandraSettings, connector_connection_conf, connector_secrets
 from james_consistency.errors import OperatorError
+from james_consistency.runtime.connector_jars import spark_jars
 from james_consistency.runtime.package_data import entry_point, log4j_config, require_package_data
-from james_consistency.runtime.paths import JARS_DIR, LOCAL_DIR, spark_jars
+from james_consistency.runtime.paths import JARS_DIR, LOCAL_DIR
 from james_consistency.settings import configured, setting
 
 CASSANDRA_EXTENSIONS = "com.datastax.spark.connector.CassandraSparkExtensions"
