@@ -2,7 +2,8 @@
 mailboxRecents, applicableFlag), each independently, last in the night, after the message repair.
 
 applicableFlag only gains the keywords in use (James never removes any); removing unused ones is the trigger form's
-"remove unused flags" option."""
+"remove unused flags" option. Where James does not handle IMAP Recent (James master's handleRecent=false, our
+JAMES_HANDLE_RECENT=0), the mailboxRecents steps end NOT_APPLICABLE, saying why: nothing read, nothing written."""
 
 from james_airflow.consistency_dag import independent_repairs_dag
 

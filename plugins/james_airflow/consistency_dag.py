@@ -25,7 +25,7 @@ from datetime import timedelta
 from airflow.providers.standard.operators.python import PythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, AssetAlias, AsyncCallback, DeadlineAlert, DeadlineReference, Param, TriggerRule
 from airflow.timetables.trigger import CronTriggerTimetable
-from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.consistency_levels import AS_JAMES, CONSISTENCY_LEVELS
 from james_consistency.report.run_report import ENDED_WELL
 from james_consistency.settings import setting
 
@@ -143,12 +143,58 @@ def repair_params(target_title: str) -> dict[str, Param]:
             section="Safety",
         ),
         "truth_consistency": Param(
-            DEFAULT_CONSISTENCY_LEVEL,
+            AS_JAMES,
             type="string",
-            enum=list(CONSISTENCY_LEVELS),
+            enum=[AS_JAMES, *CONSISTENCY_LEVELS],
+            values_display={AS_JAMES: "As James is configured"},
             title="Re-check consistency of the truth",
-            description="SERIAL sees the latest lightweight-transaction writes of James.",
+            description="As James: imapUidTable at SERIAL when James writes messages with lightweight transactions "
+            "(JAMES_MESSAGE_WRITE_STRONG_CONSISTENCY), the rest at LOCAL_QUORUM. A level chosen here is used for "
+            "every truth re-read.",
             section="Safety",
+        ),
+        **load_params(),
+    }
+
+
+def load_params() -> dict[str, Param]:
+    """The scan's load on the ring (engine.load_limits): its limit, the adaptive mode, the canary's target, the
+    floor. A limit below the floor is refused by the task before spark-submit (a form checks fields one by one)."""
+    target = setting("JAMES_LATENCY_TARGET_MS")
+    return {
+        "scan_rows_per_second": Param(
+            setting("JAMES_SCAN_ROWS_PER_SECOND"),
+            type="number",
+            minimum=0,
+            title="Scan rate limit (rows per second)",
+            description="Rows a second the scan may read across the cluster, both tables together. 0 = no limit.",
+            section="Load on the ring",
+        ),
+        "adaptive": Param(
+            False,
+            type="boolean",
+            title="Adapt the scan's rate to James's latency",
+            description="Read slower while a canary read of James's keyspace is slower than the target, faster again "
+            "when it is not. Scheduled runs adapt as JAMES_ADAPTIVE_RATE says (on unless set to 0); a manual run "
+            "only when this is ticked.",
+            section="Load on the ring",
+        ),
+        "latency_target_ms": Param(
+            target or None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            title="Latency target (ms)",
+            description="The canary's p99 the adaptive mode keeps under. Empty: derived when the run starts (twice "
+            "the canary's p99 before the scan).",
+            section="Load on the ring",
+        ),
+        "rate_floor": Param(
+            setting("JAMES_RATE_FLOOR_ROWS_PER_SECOND"),
+            type="number",
+            minimum=0,
+            title="Rate floor (rows per second)",
+            description="The adaptive mode never reads slower than this, so that the night always progresses.",
+            section="Load on the ring",
         ),
     }
 
@@ -171,6 +217,7 @@ def repair_after_check(check_step: str = "check", **context) -> bool:
 # What each step's summary (the report task's XCom) shows of its report.
 SUMMARY_FIELDS = (
     "status",
+    "reason",
     "inconsistencies",
     "durationSeconds",
     "remainingInconsistencies",

@@ -63,3 +63,29 @@ def test_one_failed_rebuild_does_not_stop_the_others(
     alerts = airflow_against_test_node()
     assert [alert["task_id"] for alert in alerts] == ["repair_recent"]
     assert alerts[0]["report"]["failed_gates"][0]["gate"] == "plan_safety"
+
+
+@pytest.mark.end_to_end
+def test_where_james_does_not_handle_recent_the_rebuild_leaves_mailbox_recents_alone_and_succeeds(
+    dagbag, airflow_against_test_node, cql, cassandra_settings, new_keyspace, tmp_path, monkeypatch
+):
+    from support.dag_runs import report_summary
+
+    keyspace = new_keyspace("idxnorecent")
+    james_platform(cql, cassandra_settings, keyspace, "3.9")
+    for kind in ("recent-missing", "recent-stale"):
+        inject(cassandra_settings, keyspace=keyspace, kind=kind, rate=0.5, manifest_path=str(tmp_path / kind))
+    recents_before = index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid")
+    monkeypatch.setenv("JAMES_HANDLE_RECENT", "0")  # the jobs' environment, as a worker's would carry it
+
+    run = dagbag.get_dag("index_rebuild").test(run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0})
+
+    assert str(run.state) == "success"
+    assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
+    assert index_rows(cql, keyspace, "mailboxrecents", "recent_mesage_uid") == recents_before, "nothing written"
+    summary = report_summary(run)
+    for step in ("repair_recent", "verify_recent"):
+        assert summary[step]["status"] == "NOT_APPLICABLE"
+        assert "handleRecent=false" in summary[step]["reason"]
+    assert summary["verify_deleted"]["status"] == "COMPLETED"
+    assert airflow_against_test_node() == []

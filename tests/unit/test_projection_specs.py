@@ -43,6 +43,20 @@ def test_quotas_follow_the_table_the_keyspace_has(tables):
     assert spec.projection_table.lower() in tables
 
 
+@pytest.mark.parametrize("generation", ["3.9", "3.5"])
+def test_where_james_does_not_handle_recent_no_spec_compares_or_writes_it(monkeypatch, generation):
+    monkeypatch.setenv("JAMES_HANDLE_RECENT", "0")
+
+    messages = projection_spec("messages", generation)
+    with pytest.raises(NotApplicable, match="handleRecent=false"):
+        projection_spec("recent", generation)
+
+    assert "flagrecent" not in messages.columns and "flagrecent" not in messages.truth.columns
+    assert {"flagseen", "flagdeleted", "userflags"} <= set(messages.value_columns)
+    monkeypatch.delenv("JAMES_HANDLE_RECENT")
+    assert "flagrecent" in projection_spec("messages", generation).columns
+
+
 def _spec(**changes) -> ProjectionSpec:
     parts = dict(
         name="example",

@@ -189,6 +189,9 @@ _TABLES_39 = [
         ("quotaScope", "identifier"),
         (("quotaComponent", "ASC"), ("quotaType", "ASC")),
     ),
+    # James 3.9.0's messageV3 (it also has the attachments and MIME property columns, which the seeded schema
+    # leaves out). James master (JAMES-4198) neither writes nor reads textualLineCount and the MIME property
+    # columns, and creates messageV3 without them: no repair reads them (attachments reads messageId and attachments).
     Table(
         "messageV3",
         (
@@ -197,7 +200,7 @@ _TABLES_39 = [
             ("bodyStartOctet", "int"),
             ("fullContentOctets", "bigint"),
             ("bodyOctets", "bigint"),
-            ("textualLineCount", "bigint"),
+            ("textualLineCount", "bigint"),  # 3.9.0 only: dropped by James master (JAMES-4198)
             ("bodyContent", "text"),
             ("headerContent", "text"),
         ),

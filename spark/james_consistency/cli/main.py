@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from importlib import metadata
 
-from james_consistency.cassandra.consistency_levels import DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
 from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.jobs.submit import submit
 from james_consistency.report.exit_codes import EXIT_BAD_INPUT, EXIT_RUN_FAILED
@@ -20,6 +20,8 @@ KIT_EXTRA = "pip install 'james-consistency[kit]'"
 COMMANDS_GROUP = "james_consistency.commands"
 # The local kit's commands, named here for an install without the kit.
 KIT_COMMANDS = ("cassandra", "spark", "schema", "seed", "break", "traffic", "demo", "ui", "bench", "james")
+# A repair's default wait between its scan and its re-check, letting James's writes in flight land.
+RECHECK_DELAY = 5.0
 
 
 def non_negative(text: str) -> int:
@@ -52,6 +54,14 @@ def port(text: str) -> int:
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="Cassandra contact point (default: CASSANDRA_HOST or 127.0.0.1)")
     parser.add_argument("--port", type=port, help="CQL port (default: CASSANDRA_PORT or 9042)")
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress while the job runs (a bar on a terminal, else a line now and then)",
+    )
 
 
 def cassandra_settings(args):
@@ -93,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     undo.add_argument("--report", help="JSON report path (default: .local/reports/undo-<time>.json)")
     add_connection_options(undo)
+    add_quiet_option(undo)
     undo.set_defaults(handler=_undo)
 
     for mode, help_text in (
@@ -138,7 +149,7 @@ def _print_settings(args) -> int:
 
 def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
     from james_consistency.cli.mailboxes import add_options as add_mailbox_options
-    from james_consistency.jobs.main import add_range_arguments
+    from james_consistency.jobs.main import add_load_arguments, add_range_arguments
     from james_consistency.projections import CHECKS, TARGETS
 
     parser.add_argument("target", choices=[*TARGETS, *CHECKS, "mailboxes"], help="what to check or repair")
@@ -154,6 +165,7 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
         "--run-dir", help="work folder for the kept scan, candidates and outcomes (a path or a Hadoop URL)"
     )
     add_range_arguments(parser)
+    add_load_arguments(parser)
     if mode in ("repair", "verify"):
         parser.add_argument(
             "--reuse-scan",
@@ -165,39 +177,52 @@ def _add_job_options(parser: argparse.ArgumentParser, mode: str) -> None:
         parser.add_argument(
             "--messages-per-second", type=float, default=0.0, help="rate limit of the fixes (0 = unthrottled)"
         )
-        parser.add_argument("--recheck-delay", type=float, default=5.0, help="seconds between scan and re-check")
         parser.add_argument(
-            "--truth-consistency", default=DEFAULT_CONSISTENCY_LEVEL, help=f"e.g. {DEFAULT_CONSISTENCY_LEVEL} or SERIAL"
+            "--recheck-delay", type=float, help=f"seconds between scan and re-check (default {RECHECK_DELAY:g})"
         )
-        parser.add_argument("--max-destructive-share", type=rate, default=DEFAULT_MAX_DESTRUCTIVE_SHARE)
+        parser.add_argument(
+            "--truth-consistency",
+            choices=CONSISTENCY_LEVELS,
+            help="the level every truth re-read is made at (default: as James is configured, "
+            "JAMES_MESSAGE_WRITE_STRONG_CONSISTENCY and JAMES_LWT_SERIAL_CONSISTENCY: imapUidTable at SERIAL, "
+            f"the rest at {DEFAULT_CONSISTENCY_LEVEL})",
+        )
+        parser.add_argument("--max-destructive-share", type=rate, help=f"(default {DEFAULT_MAX_DESTRUCTIVE_SHARE:g})")
         parser.add_argument("--allow-destructive", action="store_true")
     add_mailbox_options(parser, mode)
     add_connection_options(parser)
+    add_quiet_option(parser)
 
 
 def _job(args) -> int:
     """Run the Spark job through spark-submit, exactly as the DAGs do."""
     from james_consistency.cassandra.schema import validate_keyspace_name
+    from james_consistency.cli.mailboxes import refuse_foreign_options
     from james_consistency.engine.run import RunOptions
     from james_consistency.errors import NotApplicable
+    from james_consistency.jobs.main import load_limits_given
     from james_consistency.jobs.targets import resolve
+    from james_consistency.projections.flags import FlagOptions
     from james_consistency.runtime.paths import REPORTS_DIR
 
     if args.target == "mailboxes":  # the offline mailbox repair: its own job, options and confirmation
         from james_consistency.cli.mailboxes import run as run_mailboxes
 
         return run_mailboxes(args, cassandra_settings(args))
+    refuse_foreign_options(args)
     keyspace = validate_keyspace_name(args.keyspace)
+    load = load_limits_given(args)  # a limit that makes no sense, said before anything starts
     settings = cassandra_settings(args)
-    # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
-    try:
-        resolve(settings, RunOptions(args.target, keyspace, args.mode, remove_unused_flags=args.remove_unused_flags))
-    except NotApplicable as reason:
-        print(f"{args.target} {args.mode} on {keyspace}: NOT_APPLICABLE; {reason}")
-        return 0
+    own = FlagOptions(remove_unused=True) if args.remove_unused_flags else None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     report = args.report or str(REPORTS_DIR / f"{args.target}-{args.mode}-{stamp}.json")
+    # Fail in seconds on a wrong keyspace or an unreachable node, before a Spark JVM starts.
+    try:
+        resolve(settings, RunOptions(args.target, keyspace, args.mode, target_options=own))
+    except NotApplicable as reason:
+        return _not_applicable(RunOptions(args.target, keyspace, args.mode), str(reason), report)
     arguments = ["--target", args.target, "--keyspace", keyspace, "--mode", args.mode, "--report", report]
+    arguments += load.as_arguments()
     if args.no_gates:
         arguments.append("--no-gates")
     if args.remove_unused_flags:
@@ -216,15 +241,28 @@ def _job(args) -> int:
             "--messages-per-second",
             str(args.messages_per_second),
             "--recheck-delay",
-            str(args.recheck_delay),
-            "--truth-consistency",
-            args.truth_consistency,
+            str(RECHECK_DELAY if args.recheck_delay is None else args.recheck_delay),
             "--max-destructive-share",
-            str(args.max_destructive_share),
+            str(DEFAULT_MAX_DESTRUCTIVE_SHARE if args.max_destructive_share is None else args.max_destructive_share),
         ]
+        if args.truth_consistency:  # given, it wins over James's settings
+            arguments += ["--truth-consistency", args.truth_consistency]
         if args.allow_destructive:
             arguments.append("--allow-destructive")
-    return submit("reconcile.py", arguments, settings, report)
+    return submit("reconcile.py", arguments, settings, report, quiet=args.quiet)
+
+
+def _not_applicable(options, reason: str, report: str) -> int:
+    """A target the keyspace's James does not have (or does not use): its NOT_APPLICABLE report, no Spark job."""
+    from james_consistency.engine.reports import not_applicable, write_report
+    from james_consistency.engine.run import new_run_id
+    from james_consistency.report.run_report import parse_report, summary_line
+
+    document = not_applicable(options, new_run_id(), reason)
+    written = write_report(document, report)
+    print(summary_line(parse_report(document, source=str(written))))
+    print(f"report: {written}")
+    return 0
 
 
 def _undo(args) -> int:
@@ -238,7 +276,7 @@ def _undo(args) -> int:
         arguments.append("--apply")
     if args.offline_confirmation:
         arguments += ["--confirm", args.offline_confirmation]
-    return submit("undo.py", arguments, cassandra_settings(args), report)
+    return submit("undo.py", arguments, cassandra_settings(args), report, quiet=args.quiet)
 
 
 def main(argv: list[str] | None = None) -> int:

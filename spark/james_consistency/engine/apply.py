@@ -59,7 +59,10 @@ class Imaging:
 class ApplyContext:
     settings: CassandraSettings
     keyspace: str
+    # The re-reads of the truth: imapUidTable's (the messages' truth, which James may write with lightweight
+    # transactions) and every other table's; see cassandra.consistency_levels.read_levels.
     truth_consistency: str = DEFAULT_CONSISTENCY_LEVEL
+    message_truth_consistency: str = DEFAULT_CONSISTENCY_LEVEL
     projection_consistency: str = DEFAULT_CONSISTENCY_LEVEL
     write_consistency: str = DEFAULT_CONSISTENCY_LEVEL
     rate_per_task: float = 0.0

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from james_consistency import gates
+from james_consistency.cassandra.consistency_levels import read_levels
 from james_consistency.engine import apply, joined, projection_scan, reports
 from james_consistency.engine.candidates import SAMPLED
 from james_consistency.engine.diff import DIGEST, KINDS, MISSING, ORPHAN, OUTDATED
@@ -68,6 +69,7 @@ class ProjectionRepair(Repair):
 
     def report_fields(self, run: Run) -> dict:
         options, names = run.options, self.spec.report_names
+        levels = read_levels(options.truth_consistency)
         return {
             "truthTable": self.spec.truth.table,
             "projectionTable": self.spec.projection_table,
@@ -80,7 +82,10 @@ class ProjectionRepair(Repair):
             "runningOptions": {
                 "messagesPerSecond": options.messages_per_second,
                 "recheckDelaySeconds": options.recheck_delay_seconds,
-                "truthConsistency": options.truth_consistency,
+                # The levels the run reads at: given (--truth-consistency) or as James is configured.
+                "truthConsistency": levels.truth,
+                "messageTruthConsistency": levels.message_truth,
+                "scanConsistency": levels.scan,
                 "writeConsistency": options.write_consistency,
                 "maxDestructiveShare": options.max_destructive_share,
                 "allowDestructive": options.allow_destructive,
@@ -188,7 +193,8 @@ class ProjectionRepair(Repair):
             live = joined.LiveTables(
                 partial(direct_join_table, spark, run.keyspace),
                 projection_consistency=context.projection_consistency,
-                truth_consistency=context.truth_consistency,
+                # The truth read by direct join is imapUidTable (messages'): read as James re-reads it.
+                truth_consistency=context.message_truth_consistency,
                 projection_by_partition=by_partition,
             )
             # The check writes its candidates as one file (adaptive execution coalesces its shuffle's small

@@ -13,6 +13,7 @@ from functools import partial
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from james_consistency.cassandra.consistency_levels import read_levels
 from james_consistency.cassandra.cql import CassandraSettings, close, column_types, connect
 from james_consistency.engine import work_folder
 from james_consistency.engine.candidates import candidates_by_key, with_sample
@@ -25,6 +26,7 @@ from james_consistency.engine.diff import (
     normalize_empty_collections,
     plan_metrics,
 )
+from james_consistency.engine.load import ScanLoad
 from james_consistency.engine.ranges import (
     Journal,
     RangedScan,
@@ -59,11 +61,15 @@ def scan(run: Run) -> Scan:
     if run.options.reuse_scan:
         return kept_scan(run)
     spec = run.repair.spec
+    run.load = ScanLoad(run.options.load, run.settings, run.keyspace)
+    started = time.time()
     ranged = _scans_in_ranges(run)
     hashed = hashed_as_serialized(run.settings, run.keyspace, spec)
     decided = _scan_ranges(run, hashed) if ranged else None
-    # Without ranges, a truth digested as serialized is read by the same reader, over the whole ring, nothing kept.
-    streamed = _whole_ring(run) if hashed and not ranged else None
+    # Without ranges, a truth digested as serialized is read by the same reader, over the whole ring, nothing kept;
+    # so is every table of a scan with a rate limit: the connector's scan has no limit in rows (its readsPerSec
+    # paces only its joins).
+    streamed = _whole_ring(run) if (hashed or run.options.load.rows_per_second) and not ranged else None
     truth = spec.truth.scan(partial(_read, run, hashed, streamed))
     projection = _read_projection(run, hashed, streamed)
     truth_health = Observation(f"truth-{run.run_id}")
@@ -78,6 +84,8 @@ def scan(run: Run) -> Scan:
     _write_candidates(run, compared.observe(plan_figures, *plan_metrics(compared)), truth, keys)
     # The write above was the action over the observed frames: their Observations have their figures now.
     metrics = plan_figures.get
+    if run.ranged is None:  # a ranged scan measured each batch of ranges; a whole scan is one measure
+        run.load.observe(started, truth_health.get["truth_rows"] + metrics["projection_rows"], None)
     scanned = Scan(
         health={**truth_health.get, **keys.get},
         metrics=metrics,
@@ -208,11 +216,13 @@ def _ranged_scan(run: Run) -> RangedScan:
         run.settings,
         run.repair.spec.name,
         run.keyspace,
-        options.truth_consistency,
+        read_levels(options.truth_consistency).scan,  # never a serial level
         Window(options.until, options.max_ranges),
         ranges=options.ranges or 0,
         fresh=options.fresh,
         work_root=options.work_root or str(LOCAL_DIR / "runs"),
+        load=run.load,
+        on_progress=lambda done: run.progress.ranges(done.done, done.total, done.scanned, done.rows),
     )
 
 
@@ -234,7 +244,11 @@ def _read(run: Run, hashed: tuple[str, ...], streamed: list | None, table: str, 
     scanned = _scanned(run, table, connector_scan, hashed)
     consistency = run.spark.conf.get("spark.cassandra.input.consistency.level", "LOCAL_ONE")
     key = partition_key(run.settings, run.keyspace, table)
-    rows = read_ranges(run.spark, run.keyspace, table, scanned.read_schema, key, streamed, consistency, hashed)
+    # Each table's tasks may run beside the other's, within the executors' cores: each core gets its share.
+    per_task = run.load.per_task(max(run.spark.sparkContext.defaultParallelism, 1))
+    rows = read_ranges(
+        run.spark, run.keyspace, table, scanned.read_schema, key, streamed, consistency, hashed, per_task
+    )
     return scanned.keep(rows, ()).drop("range_index")
 
 

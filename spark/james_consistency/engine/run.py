@@ -22,17 +22,21 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from james_consistency import gates
-from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL
+from james_consistency.cassandra.consistency_levels import CONSISTENCY_LEVELS, DEFAULT_CONSISTENCY_LEVEL, read_levels
 from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.engine import apply, before_images, reports
+from james_consistency.engine.load import ScanLoad
+from james_consistency.engine.load_limits import LoadLimits
 from james_consistency.engine.ranges import RangedScan, WindowEnded
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import OperatorError
+from james_consistency.report.progress import ProgressFile
 from james_consistency.report.run_report import FAILED, WINDOW_ENDED
 from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
@@ -40,6 +44,8 @@ from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 log = logging.getLogger("james_consistency")
 
 MODES = ("check", "repair", "verify")
+# The stages a run's progress names (report.progress), in their order.
+STAGES = ("scan", "judge", "plan", "reconcile", "summarize")
 # Adaptive execution's default advisory partition size: the limit under which a shuffled partition is hashed.
 HASHED_JOIN_PARTITION_BYTES = "64MB"
 # Whole-stage code generation: compiled plans pay off over the scan and its diff (every row of the tables); what
@@ -71,7 +77,9 @@ class RunOptions:
     mode: str = "check"  # check (dry run) | repair | verify
     messages_per_second: float = 0.0  # 0 = unthrottled
     recheck_delay_seconds: float = 0.0
-    truth_consistency: str = DEFAULT_CONSISTENCY_LEVEL
+    # The level of every truth re-read (and of a ranged scan, unless serial); None: as James is configured
+    # (cassandra.consistency_levels.read_levels).
+    truth_consistency: str | None = None
     write_consistency: str = DEFAULT_CONSISTENCY_LEVEL
     max_destructive_share: float = DEFAULT_MAX_DESTRUCTIVE_SHARE
     allow_destructive: bool = False
@@ -92,16 +100,14 @@ class RunOptions:
     max_ranges: int | None = None
     # Where the ranges' kept rows go (a path or a Hadoop URL; default .local/runs).
     work_root: str | None = None
-    # A repair that works in passes (the mailbox repair) repeats them while one fixes something, at most this often.
-    max_passes: int = 5
-    # The typed confirmation of a repair that asks for one (the offline mailbox repair).
-    confirmation: str | None = None
-    # Options of one target, handed to its spec when the target is resolved: applicableFlag also removes keywords
-    # no message of the mailbox uses (James itself only ever adds them); the mailbox repair merges two ids claiming
-    # one path, and re-creates or deletes orphan paths.
-    remove_unused_flags: bool = False
-    merge: bool = False
-    orphan_paths: str = "recreate-when-referenced"
+    # How hard the scan may read the ring: a rows-a-second limit per cluster, the adaptive mode (engine.load_limits).
+    load: LoadLimits = field(default_factory=LoadLimits)
+    # Where the run publishes its progress while it runs (report.progress: beside its report); None: nowhere.
+    progress_file: str | None = None
+    # The target's own options, a frozen dataclass the target defines (mailboxes.options.MailboxOptions,
+    # projections.flags.FlagOptions), handed to its repair when the target is resolved (jobs.targets); None: the
+    # target's defaults. Checked with the rest when it has a `validate()`.
+    target_options: Any = None
 
     def validate(self) -> None:
         validate_keyspace_name(self.keyspace)
@@ -113,9 +119,10 @@ class RunOptions:
             raise OperatorError(f"max destructive share {self.max_destructive_share} is outside 0..1")
         if not 0 <= self.verify_sample_fraction <= 1:
             raise OperatorError(f"verify sample fraction {self.verify_sample_fraction} is outside 0..1")
-        for level in (self.truth_consistency, self.write_consistency):
-            if level not in CONSISTENCY_LEVELS:
-                raise OperatorError(f"unknown consistency level '{level}': one of {', '.join(CONSISTENCY_LEVELS)}")
+        if self.write_consistency not in CONSISTENCY_LEVELS:
+            level = self.write_consistency
+            raise OperatorError(f"unknown consistency level '{level}': one of {', '.join(CONSISTENCY_LEVELS)}")
+        read_levels(self.truth_consistency)  # a wrong level, given or set, said before anything starts
         if self.reuse_scan and self.mode == "check":
             raise OperatorError("a check makes the scan: --reuse-scan is for repair and verify")
         if self.reuse_scan and not self.run_dir:
@@ -124,10 +131,13 @@ class RunOptions:
             raise OperatorError(f"ranges must be 0 (from the data size) or more, not {self.ranges}")
         if self.max_ranges is not None and self.max_ranges < 1:
             raise OperatorError(f"max ranges must be 1 or more, not {self.max_ranges}")
-        if self.max_passes < 1:
-            raise OperatorError("max passes must be 1 or more")
+        if hasattr(self.target_options, "validate"):
+            self.target_options.validate()
+        self.load.validate()
         if (self.until is not None or self.max_ranges is not None) and self.ranges is None:
             self.ranges = 0  # a window is kept at range boundaries
+        if self.load.adaptive and self.ranges is None:
+            self.ranges = 0  # the rate adapts between batches of token ranges
 
     @property
     def ranged(self) -> bool:
@@ -154,8 +164,12 @@ class Run:
     started: float = field(default_factory=time.time)
     report: dict = field(default_factory=dict)
     ranged: RangedScan | None = None
+    # The scan's rate and what it measured (the report's `load`), for a run that scans.
+    load: ScanLoad | None = None
     # The session's whole-stage code generation, which the scan keeps (the stages after it run interpreted).
     scan_codegen: str = "true"
+    # What the run publishes of its progress while it runs (nothing until `_execute` opens it).
+    progress: ProgressFile = field(default_factory=lambda: ProgressFile(None, {}, STAGES))
 
     @property
     def keyspace(self) -> str:
@@ -232,7 +246,7 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
     """Run `repair` through the five stages; returns the report. Raises OperatorError for bad input, GateFailed for a
     failed gate, RunFailed for an infrastructure failure."""
     options.validate()
-    if options.mode == "repair" and repair.confirmation and options.confirmation != repair.confirmation:
+    if options.mode == "repair" and repair.confirmation and repair.typed_confirmation != repair.confirmation:
         raise OperatorError(f"{repair.name}: a repair needs the typed confirmation {repair.confirmation}")
     _keep_scan_figures(spark)
     _hash_small_joins(spark)
@@ -246,6 +260,8 @@ def execute(spark: SparkSession, settings: CassandraSettings, options: RunOption
 def _execute(run: Run) -> dict:
     options, repair = run.options, run.repair
     run.report = reports.new_report(run)
+    identity = {"runId": run.run_id, "target": repair.name, "keyspace": run.keyspace, "mode": options.mode}
+    run.progress = ProgressFile(options.progress_file, identity, STAGES)
     log.info("%s %s on keyspace %s (James %s)", options.mode, repair.name, run.keyspace, repair.generation)
     if options.mode == "repair":
         # Before the scan: a table created later is a schema change the connector's session refreshes for, and a
@@ -260,6 +276,7 @@ def _execute(run: Run) -> dict:
         return reports.finish(run, WINDOW_ENDED)
     judge(run, scanned)
     if options.mode == "check":
+        run.progress.stage("summarize")
         return reports.finish(run, repair.check(run, scanned))
     if options.mode == "verify":
         return reports.finish(run, repair.verify(run, scanned))
@@ -297,6 +314,7 @@ def _hash_small_joins(spark: SparkSession) -> None:
 
 def scan(run: Run) -> Scan:
     """The repair's scan, its failure named as the scan stage's, compiled as the session compiles."""
+    run.progress.stage("scan")
     with stage(run, "scan"), whole_stage_codegen(run.spark, run.scan_codegen):
         return run.repair.scan(run)
 
@@ -308,6 +326,7 @@ def judge(run: Run, scanned: Scan) -> None:
     """The report gets what the scan measured of the truth; the health gate judges those figures (with a sample of
     the rows it objects to); the report gets what the scan found."""
     repair, options = run.repair, run.options
+    run.progress.stage("judge")
     repair.describe_truth(run, scanned)
     if options.gates_enabled and repair.health_suite:
         if scanned.health_verdict is not None:
@@ -342,6 +361,7 @@ def gate(run: Run, result: gates.GateResult, stop: bool = True) -> bool:
 
 def plan(run: Run, scanned: Scan) -> None:
     """Before a repair writes: the repair's safety gates, then the delay that lets in-flight James writes land."""
+    run.progress.stage("plan")
     run.repair.safety(run, scanned)
     wait_until(scanned.finished_at + run.options.recheck_delay_seconds)
 
@@ -362,10 +382,12 @@ def apply_context(run: Run, write: bool) -> apply.ApplyContext:
     options = run.options
     parallelism = max(run.spark.sparkContext.defaultParallelism, 1)
     retention = int(setting("JAMES_UNDO_RETENTION_DAYS") * 24 * 3600)
+    levels = read_levels(options.truth_consistency)
     return apply.ApplyContext(
         settings=run.settings,
         keyspace=run.keyspace,
-        truth_consistency=options.truth_consistency,
+        truth_consistency=levels.truth,
+        message_truth_consistency=levels.message_truth,
         write_consistency=options.write_consistency,
         rate_per_task=options.messages_per_second / parallelism if options.messages_per_second else 0.0,
         write=write,
@@ -377,6 +399,7 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
     """Every candidate re-checked (and, when `write`, fixed) in the executors by the partition applier with the
     repair's policy; the outcomes (engine.apply.OUTCOME_SCHEMA) written to the work folder as `outcomes_name`."""
     spark, repair = run.spark, run.repair
+    run.progress.stage("reconcile")
     with stage(run, "re-check and fix"):
         candidates, context = repair.candidates(run, scanned, apply_context(run, write))
         policy = repair.policy(run)
@@ -432,7 +455,7 @@ def repair_in_passes(run: Run, scanned: Scan) -> str:
     after each and stops after a pass that fixed nothing. The before-images its writes recorded are exported to the
     work folder (even none: an undo of this run then has nothing to do); the repair then sums the passes up."""
     repair = run.repair
-    passes = run.options.max_passes if repair.passes else 1
+    passes = repair.max_passes if repair.passes else 1
     try:
         for number in range(1, passes + 1):
             if not repair.anything_to_fix(run, scanned):
@@ -449,4 +472,5 @@ def repair_in_passes(run: Run, scanned: Scan) -> str:
     finally:
         # However the passes ended (a node lost mid-way stops them after some writes), what they wrote can be undone.
         _export_before_images(run)
+    run.progress.stage("summarize")
     return repair.summarize(run, scanned)

@@ -26,7 +26,7 @@ from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.engine.reports import write_report
 from james_consistency.errors import NodeUnreachable, OperatorError
 from james_consistency.mailboxes import CONFIRMATION
-from james_consistency.mailboxes.policy import ORPHAN_PATH_POLICIES, RECREATE_WHEN_REFERENCED
+from james_consistency.mailboxes.options import DEFAULT_MAX_PASSES, ORPHAN_PATH_POLICIES, RECREATE
 from james_consistency.report.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_COMPLETED,
@@ -36,6 +36,7 @@ from james_consistency.report.exit_codes import (
     EXIT_WINDOW_ENDED,
 )
 from james_consistency.report.metrics import emit as emit_metrics
+from james_consistency.report.progress import mark_ended, progress_path
 from james_consistency.report.run_report import PARTIAL, WINDOW_ENDED, RunReport, parse_report, summary_line
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
@@ -47,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=["check", "repair", "verify"], default="check")
     parser.add_argument("--messages-per-second", type=float, default=0.0)
     parser.add_argument("--recheck-delay", type=float, default=0.0, help="seconds between scan and re-check")
-    parser.add_argument("--truth-consistency", default=DEFAULT_CONSISTENCY_LEVEL)
+    parser.add_argument(
+        "--truth-consistency", help="every truth re-read at this level (default: as James is configured)"
+    )
     parser.add_argument("--write-consistency", default=DEFAULT_CONSISTENCY_LEVEL)
     parser.add_argument("--max-destructive-share", type=float, default=DEFAULT_MAX_DESTRUCTIVE_SHARE)
     parser.add_argument("--allow-destructive", action="store_true")
@@ -65,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="repair/verify: work from the scan the check kept in --run-dir instead of scanning again",
     )
     add_range_arguments(parser)
+    add_load_arguments(parser)
     parser.add_argument(
         "--verify-sample-fraction",
         type=float,
@@ -89,6 +93,65 @@ def add_range_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work-root", help="where the ranges' kept rows go (a path or a Hadoop URL)")
 
 
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """How hard the scan may read the ring (engine.load_limits), shared with the CLI; unset, the deployment's
+    settings (JAMES_SCAN_ROWS_PER_SECOND, JAMES_LATENCY_TARGET_MS, JAMES_RATE_FLOOR_ROWS_PER_SECOND); the adaptive
+    mode only when asked (scheduled DAG runs ask for it as JAMES_ADAPTIVE_RATE says)."""
+    from james_consistency.engine import load_limits
+
+    parser.add_argument(
+        "--scan-rows-per-second",
+        type=_checked(load_limits.rows_per_second),
+        metavar="R",
+        help="rows a second the scan may read across the cluster, both tables together (0: no limit; default "
+        "JAMES_SCAN_ROWS_PER_SECOND)",
+    )
+    parser.add_argument(
+        "--adaptive",
+        action=argparse.BooleanOptionalAction,
+        help="adapt the scan's rate to the latency of a canary read of James's keyspace, between batches of token "
+        "ranges (scans in ranges); off unless asked",
+    )
+    parser.add_argument(
+        "--latency-target-ms",
+        type=_checked(load_limits.latency_target_ms),
+        metavar="MS",
+        help="the canary's p99 the adaptive mode keeps under, in ms, or 'derived' (twice its p99 before the scan; "
+        "default JAMES_LATENCY_TARGET_MS)",
+    )
+    parser.add_argument(
+        "--rate-floor",
+        type=_checked(partial(load_limits.rows_per_second, what="rate floor")),
+        metavar="R",
+        help="the adaptive mode never reads slower than this, rows a second (default JAMES_RATE_FLOOR_ROWS_PER_SECOND)",
+    )
+
+
+def _checked(parse):
+    """An argparse type from a parser raising OperatorError: its message as argparse's one-line error."""
+
+    def parsed(text: str):
+        try:
+            return parse(text)
+        except OperatorError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parsed
+
+
+def load_limits_given(args: argparse.Namespace):
+    """The scan's limits as the command line gives them, the deployment's settings for the others; checked (an
+    OperatorError names the one that makes no sense)."""
+    from james_consistency.engine.load_limits import LoadLimits
+
+    return LoadLimits.from_settings(
+        adaptive=bool(args.adaptive),
+        rows_per_second=args.scan_rows_per_second,
+        latency_target_ms=args.latency_target_ms,
+        floor=args.rate_floor,
+    ).validate()
+
+
 def settings_from_spark(spark) -> CassandraSettings:
     """Host and port as the connector sees them; credentials from the environment only."""
     conf = spark.sparkContext.getConf()
@@ -107,8 +170,8 @@ def build_mailboxes_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=["check", "repair", "verify"], default="check")
     parser.add_argument("--confirm", dest="confirmation", help=f"repair: must be {CONFIRMATION}")
     parser.add_argument("--merge", action="store_true")
-    parser.add_argument("--orphan-paths", choices=ORPHAN_PATH_POLICIES, default=RECREATE_WHEN_REFERENCED)
-    parser.add_argument("--max-passes", type=int, default=5)
+    parser.add_argument("--orphan-paths", choices=ORPHAN_PATH_POLICIES, default=RECREATE)
+    parser.add_argument("--max-passes", type=int, default=DEFAULT_MAX_PASSES)
     parser.add_argument("--sample-size", type=int, default=100)
     parser.add_argument("--no-gates", action="store_true")
     parser.add_argument("--report", required=True)
@@ -153,24 +216,37 @@ def undo_main(argv: list[str] | None = None) -> int:
     that work folder (undo/<run id>), its report where --report says."""
     configure_logging()
     args = build_undo_parser().parse_args(argv)
+    forget_progress(args.report)
     report, code = _run(spark_session("james-consistency-undo"), partial(_undo, args))
     if report is not None:
         publish(report, args.report)
+    end_progress(args.report, report, code)
     return code
 
 
 def _undo(args: argparse.Namespace, spark, settings: CassandraSettings) -> dict:
     from james_consistency.undo.repair import undo_run
 
-    return undo_run(spark, settings, args.run_dir, args.apply, args.confirmation, args.sample_size)
+    return undo_run(
+        spark,
+        settings,
+        args.run_dir,
+        args.apply,
+        args.confirmation,
+        args.sample_size,
+        progress_file=str(progress_path(args.report)),
+    )
 
 
 def run_options(args: argparse.Namespace):
     """The run's options as the command line gives them; OperatorError for an --until that is no time."""
     from james_consistency.engine.ranges import parse_until
     from james_consistency.engine.run import RunOptions
+    from james_consistency.projections.flags import FlagOptions
 
     until = parse_until(args.until) if args.until else None
+    if args.remove_unused_flags and args.target != "flags":
+        raise OperatorError(f"--remove-unused-flags is an option of the flags target, not of {args.target}")
     return RunOptions(
         target=args.target,
         keyspace=args.keyspace,
@@ -185,27 +261,31 @@ def run_options(args: argparse.Namespace):
         reuse_scan=args.reuse_scan,
         verify_sample_fraction=args.verify_sample_fraction,
         gates_enabled=not args.no_gates,
-        remove_unused_flags=args.remove_unused_flags,
+        target_options=FlagOptions(remove_unused=True) if args.remove_unused_flags else None,
         ranges=args.ranges,
         until=until,
         max_ranges=args.max_ranges,
         fresh=args.fresh,
         work_root=args.work_root,
+        load=load_limits_given(args),
     )
 
 
 def mailbox_options(args: argparse.Namespace):
     """The mailbox repair's options as its command line gives them."""
     from james_consistency.engine.run import RunOptions
+    from james_consistency.mailboxes.options import MailboxOptions
 
     return RunOptions(
         target="mailboxes",
         keyspace=args.keyspace,
         mode=args.mode,
-        confirmation=args.confirmation,
-        merge=args.merge,
-        orphan_paths=args.orphan_paths,
-        max_passes=args.max_passes,
+        target_options=MailboxOptions(
+            confirmation=args.confirmation,
+            merge=args.merge,
+            orphan_paths=args.orphan_paths,
+            max_passes=args.max_passes,
+        ),
         sample_size=args.sample_size,
         gates_enabled=not args.no_gates,
         run_dir=args.run_dir,
@@ -225,11 +305,25 @@ def _run_and_publish(options, report_path: str) -> int:
         return EXIT_BAD_INPUT
     from james_consistency.jobs.targets import run_target
 
+    forget_progress(report_path)
+    options.progress_file = str(progress_path(report_path))
     spark = spark_session(f"james-consistency-{options.mode}-{options.target}")
     report, code = _run(spark, lambda spark, settings: run_target(spark, settings, options))
     if report is not None:
         publish(report, report_path)
+    end_progress(report_path, report, code)
     return code
+
+
+def forget_progress(report_path: str) -> None:
+    """An earlier attempt's progress (a task retried) is not this run's."""
+    progress_path(report_path).unlink(missing_ok=True)
+
+
+def end_progress(report_path: str, report: dict | None, code: int) -> None:
+    """The progress the run published marked as ended, once its report is written: as the report's status, or by
+    the exit code of a run that stopped before it had one."""
+    mark_ended(progress_path(report_path), report["status"] if report else f"exit code {code}")
 
 
 def _run(spark, run) -> tuple[dict | None, int]:

@@ -150,7 +150,7 @@ def live_messages(session, context: ApplyContext, generation: str, mailboxes: se
     truth = prepared(
         session,
         f"SELECT messageid, mailboxid, uid, flagseen{size} FROM {keyspace}.imapuidtable WHERE messageid = ?",
-        context.truth_consistency,
+        context.message_truth_consistency,
     )
     rows = [row for row in (yield from _rows(truth, [(m,) for m in message_ids])) if row["mailboxid"] in mailboxes]
     if generation != "3.9" and rows:

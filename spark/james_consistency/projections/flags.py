@@ -5,6 +5,8 @@ the missing ones; removing keywords no message uses any more is an option. Fixes
 (`userflags + {...}`, `userflags - {...}`), never a rewrite of the whole set: a keyword a user adds meanwhile stays.
 """
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -105,7 +107,7 @@ def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_
     select = prepared(
         session,
         f"SELECT userflags FROM {context.keyspace}.imapuidtable WHERE messageid = ? AND mailboxid = ?",
-        context.truth_consistency,
+        context.message_truth_consistency,
     )
     used: set[str] = set()
     for rows in (yield Together(tuple(Query(select, [message_id, mailbox]) for message_id in message_ids))):
@@ -120,6 +122,14 @@ def live_keywords(session, context: ApplyContext, mailbox, message_ids, include_
         for row in (yield Query(partition, [mailbox])):
             used |= set(row["userflags"] or ())
     return used
+
+
+@dataclass(frozen=True)
+class FlagOptions:
+    """The flags target's own options (RunOptions.target_options): also remove keywords no message of the mailbox uses
+    any more (James itself only ever adds them)."""
+
+    remove_unused: bool = False
 
 
 def applicable_flag_projection(generation: str, remove_unused: bool = False) -> ProjectionSpec:

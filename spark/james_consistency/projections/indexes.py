@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from james_consistency.engine.apply import ApplyContext
 from james_consistency.engine.spec import CandidateHints, Projection, ProjectionSpec, ReportNames, Sample, Truth
+from james_consistency.errors import NotApplicable
 from james_consistency.projections.health import MESSAGE_TRUTH_HEALTH
 from james_consistency.projections.messages import live_truth_at
 
@@ -74,7 +75,19 @@ def unseen_projection(generation: str) -> ProjectionSpec:
     )
 
 
-def recent_projection(generation: str) -> ProjectionSpec:
+# Why `recent` has nothing to do where James no longer handles IMAP Recent (the report's reason).
+RECENT_NOT_HANDLED = (
+    "James is configured with james.mailbox.handleRecent=false (JAMES_HANDLE_RECENT=0): it neither reads nor writes "
+    "mailboxRecents, so it is neither checked nor written"
+)
+
+
+def recent_projection(generation: str, handle_recent: bool = True) -> ProjectionSpec:
+    """mailboxRecents, where James handles IMAP Recent (NotApplicable where it does not: James master's
+    `-Djames.mailbox.handleRecent=false` turns its DAO into a no-op that neither reads, writes nor purges the table,
+    and leaves messages' flagRecent as it was)."""
+    if not handle_recent:
+        raise NotApplicable(RECENT_NOT_HANDLED)
     return _index_projection(
         "recent",
         "mailboxRecents",

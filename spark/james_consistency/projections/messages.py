@@ -1,6 +1,8 @@
 """messageIdTable, the projection of imapUidTable (the source of truth, ADR-0022) keyed by (mailboxId, uid).
 
-The expected projection row is the truth row itself: every column equal, flags and keywords included.
+The expected projection row is the truth row itself: every column equal, flags and keywords included, but flagRecent
+where James does not handle IMAP Recent (JAMES_HANDLE_RECENT=0): it then never reads that column, so a difference
+there is no inconsistency, and the repair neither compares nor writes it.
 """
 
 from pyspark.sql import DataFrame
@@ -34,12 +36,14 @@ class AmbiguousTruth(Exception):
     """Two messages of the truth claim the same (mailboxId, uid): nothing is written for that key."""
 
 
-def message_columns(generation: str) -> tuple[str, ...]:
-    return tuple(name.lower() for name, _ in table(generation, "messageIdTable").columns)
+def message_columns(generation: str, handle_recent: bool = True) -> tuple[str, ...]:
+    """messageIdTable's columns the repair compares and writes (flagRecent only where James handles Recent)."""
+    columns = tuple(name.lower() for name, _ in table(generation, "messageIdTable").columns)
+    return columns if handle_recent else tuple(name for name in columns if name != "flagrecent")
 
 
-def message_projection(generation: str) -> ProjectionSpec:
-    columns = message_columns(generation)
+def message_projection(generation: str, handle_recent: bool = True) -> ProjectionSpec:
+    columns = message_columns(generation, handle_recent)
     cql_types = {name.lower(): cql_type for name, cql_type in table(generation, "messageIdTable").columns}
 
     def derive(truth: DataFrame) -> DataFrame:
@@ -129,7 +133,7 @@ def live_truth_at(
         session,
         f"SELECT {', '.join(columns)} FROM {context.keyspace}.imapuidtable "
         "WHERE messageid = ? AND mailboxid = ? AND uid = ?",
-        context.truth_consistency,
+        context.message_truth_consistency,
     )
     found = yield Together(tuple(Query(select_truth, [message_id, mailbox, uid]) for message_id in message_ids))
     return single_truth([row for rows in found for row in rows], mailbox, uid)

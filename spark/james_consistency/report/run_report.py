@@ -65,6 +65,7 @@ class GateVerdict(_Part):
     failed_expectations: list[dict[str, Any] | str] = Field(default_factory=list)
     results_dir: str = ""
     data_docs: str = ""
+    data_docs_page: str = Field("", description="this validation's own Data Docs page; data_docs is the site's index")
     sample_rows: list[dict[str, Any]] = Field(default_factory=list)
     blocking: bool = Field(True, description="False: a gate whose failure is an answer (there is work), not a fault")
     judged_by_run: str = Field(
@@ -109,6 +110,38 @@ class RangeProgress(_Part):
     resumed: bool
     cycle: str | None = None
     tables: dict[str, Any] = Field(default_factory=dict)
+
+
+class LoadPoint(_Part):
+    """One batch of a scan (all of it, for a scan without token ranges): when it started, the rate it read at, the
+    rate in force (None: unlimited), and the latency of its own page requests and of the canary meanwhile."""
+
+    at: str
+    rowsPerSecond: float = Field(description="rows the batch read over its seconds")
+    limitRowsPerSecond: float | None = Field(None, description="the rate in force for the batch; None: unlimited")
+    rows: int
+    seconds: float
+    latencyMs: float | None = Field(None, description="the mean latency of the scan's own page requests")
+    canaryLatencyMs: float | None = Field(
+        None, description="the p99 of the canary read of James's keyspace during the batch (the adaptive mode)"
+    )
+
+
+class Load(_Part):
+    """What a run's scan asked of the ring: its limit, whether it adapted (and to which canary target), the rate it
+    read at over time, and how long it was held back below its limit (without a limit: below full speed)."""
+
+    limitRowsPerSecond: float = Field(description="the configured limit across the cluster; 0: none")
+    adaptive: bool
+    latencyTargetMs: float | None = Field(None, description="the canary's target in force; None: not adaptive")
+    latencyTargetDerived: bool = Field(False, description="the target was derived from the canary's baseline")
+    canaryBaselineMs: float | None = Field(None, description="the canary's p99 before the scan")
+    floorRowsPerSecond: float
+    rowsRead: int
+    scanSeconds: float
+    rowsPerSecond: float | None = Field(None, description="rows read over the seconds spent reading them")
+    heldBackSeconds: float = Field(description="seconds the adaptive mode read below the limit")
+    rate: list[LoadPoint] = Field(default_factory=list, description="the rate over time, one point per batch")
 
 
 class BeforeImages(_Part):
@@ -174,6 +207,7 @@ class RunReport(BaseModel):
     runningOptions: dict[str, Any] = Field(default_factory=dict)
     windowEnded: str | None = None
     ranges: RangeProgress | None = None
+    load: Load | None = Field(None, description="a scanning run's rate, limit and latency over time")
     decidedByFinishedRanges: bool | None = None
     reusedScan: ReusedScan | None = None
     liveReads: str | None = Field(
@@ -334,6 +368,8 @@ def json_schema() -> dict:
 
 def summary_line(report: RunReport) -> str:
     """The run in one line: what it found, what it did (or would do), what is left."""
+    if report.status == Status.NOT_APPLICABLE:  # nothing was read: only why
+        return f"{report.target} {report.mode} on {report.keyspace}: {report.status}; {report.reason}"
     found = ", ".join(f"{kind} {count}" for kind, count in report.inconsistencies.items())
     line = f"{report.target} {report.mode} on {report.keyspace}: {report.status}; found {found}"
     if report.mode == Mode.REPAIR and report.passes is not None:
