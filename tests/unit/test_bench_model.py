@@ -138,3 +138,24 @@ def test_on_separate_machines_the_slower_side_bounds_the_night():
     assert few_executors["seconds"] == pytest.approx(FIXED + spark / 4)
     assert many_executors["boundBy"] == "cassandra"
     assert many_executors["seconds"] == pytest.approx(FIXED + cassandra / (2 * 2 * 0.25))
+
+
+def test_a_scan_rate_limit_makes_the_night_read_its_rows_at_that_rate_then_recheck():
+    from james_consistency_kit.bench.model import night
+
+    constants = Constants.measured(RUNS)
+    shape = dict(messages=100_000_000, broken_share=0.01, executor_cores=40, nodes=6, cores_per_node=8)
+    free = night(constants, **shape, cassandra_share=0.5, window_minutes=120)
+    limited = night(constants, **shape, cassandra_share=0.5, window_minutes=120, scan_rows_per_second=20_000)
+    modelled = Night.broken(100_000_000, 0.01, constants)
+    rechecks = modelled.rechecks_alone(40, 6 * 8 * 0.5)
+
+    assert free["boundBy"] != "rate limit" and free["scanRowsPerSecond"] == 0
+    assert limited["boundBy"] == "rate limit"
+    assert limited["seconds"] == round(FIXED + 200_000_000 / 20_000 + rechecks)
+    assert (limited["rowsRead"], limited["scanRowsPerSecondPerNode"]) == (200_000_000, 3333)
+    assert not limited["fitsInWindow"]
+    # At the rate it names, the night takes its whole window.
+    fit = limited["scanRowsPerSecondToFitWindow"]
+    at_fit = night(constants, **shape, cassandra_share=0.5, window_minutes=120, scan_rows_per_second=fit)
+    assert at_fit["seconds"] == pytest.approx(120 * 60, abs=1)

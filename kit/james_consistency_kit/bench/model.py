@@ -15,6 +15,13 @@ slower side bounds the night; on shared cores (this machine) their CPU adds up o
                                   Spark CPU / executor cores)
     shared     wall = fixed + (Cassandra CPU + Spark CPU) / cores
 
+A night whose scan reads at most R rows a second across the cluster (JAMES_SCAN_ROWS_PER_SECOND) reads its rows in
+no less than rows / R seconds, and re-checks its candidates after the scan at their own pace:
+
+    at R       wall = fixed + max(the night above without its fixed part, rows / R + re-checks alone)
+
+so the rate at which a night just fits its window is rows / (window - fixed - re-checks alone).
+
 Constants come from one bench file (the fixed part then 0), or two of different sizes (per row and per candidate
 from the difference, the fixed part from the rest); by default the newest runs on one node. Runs of the bench on the
 local ring and Spark standalone cluster (`--replication-factor 3`, SPARK_MASTER) are not fitted on: the model
@@ -170,16 +177,47 @@ class Night:
         cassandra, spark = self.cpu()
         return cassandra + self.constants.fixed_cassandra_cpu, spark + self.constants.fixed_spark_cpu
 
-    def separate(self, executor_cores: int, nodes: int, cores_per_node: int, cassandra_share: float) -> dict:
-        """Cassandra on its nodes (a share of their cores for the night), Spark on its executors."""
+    @property
+    def rows(self) -> float:
+        """Rows the night's scan reads (both tables)."""
+        return self.messages * self.constants.rows_per_message
+
+    def separate(
+        self,
+        executor_cores: int,
+        nodes: int,
+        cores_per_node: int,
+        cassandra_share: float,
+        scan_rows_per_second: float = 0.0,
+    ) -> dict:
+        """Cassandra on its nodes (a share of their cores for the night), Spark on its executors; the scan at most
+        `scan_rows_per_second` rows a second across the cluster (0: no limit)."""
         cassandra, spark = self.cpu()
-        cassandra_wall = cassandra / (nodes * cores_per_node * cassandra_share)
+        capacity = nodes * cores_per_node * cassandra_share
+        cassandra_wall = cassandra / capacity
         spark_wall = spark / executor_cores
-        return {
-            "seconds": self.constants.fixed_seconds + max(cassandra_wall, spark_wall),
-            **self._cpu_figures(),
-            "boundBy": "cassandra" if cassandra_wall >= spark_wall else "spark",
-        }
+        seconds, bound = max(cassandra_wall, spark_wall), "cassandra" if cassandra_wall >= spark_wall else "spark"
+        if scan_rows_per_second:
+            limited = self.rows / scan_rows_per_second + self.rechecks_alone(executor_cores, capacity)
+            if limited > seconds:
+                seconds, bound = limited, "rate limit"
+        return {"seconds": self.constants.fixed_seconds + seconds, **self._cpu_figures(), "boundBy": bound}
+
+    def rechecks_alone(self, executor_cores: int, capacity: float) -> float:
+        """Wall seconds of the re-checks on their own (after a scan held to its limit), on `capacity` Cassandra
+        cores and the executors."""
+        c = self.constants
+        candidates = self.messages * self.candidates_per_message
+        return max(
+            candidates * c.cassandra_cpu_per_candidate / capacity,
+            candidates * c.spark_cpu_per_candidate / executor_cores,
+        )
+
+    def rate_to_fit(self, seconds: float, executor_cores: int, capacity: float) -> float | None:
+        """The scan's rows a second at which the night takes `seconds`; None when its re-checks and fixed part alone
+        take longer."""
+        left = seconds - self.constants.fixed_seconds - self.rechecks_alone(executor_cores, capacity)
+        return self.rows / left if left > 0 else None
 
     def shared(self, cores: int) -> dict:
         """Cassandra and Spark on the same cores (one machine, as the bench runs)."""
@@ -265,11 +303,14 @@ def night(
     cores_per_node: int,
     cassandra_share: float,
     window_minutes: float,
+    scan_rows_per_second: float = 0.0,
 ) -> dict:
-    """A night on separate machines: its wall time, each side's processor time, what bounds it, whether it fits."""
-    predicted = Night.broken(messages, broken_share, constants).separate(
-        executor_cores, nodes, cores_per_node, cassandra_share
-    )
+    """A night on separate machines, its scan at most `scan_rows_per_second` rows a second across the cluster (0: no
+    limit): its wall time, each side's processor time, what bounds it, whether it fits, and the scan rate at which
+    it just fits its window."""
+    modelled = Night.broken(messages, broken_share, constants)
+    predicted = modelled.separate(executor_cores, nodes, cores_per_node, cassandra_share, scan_rows_per_second)
+    to_fit = modelled.rate_to_fit(window_minutes * 60, executor_cores, nodes * cores_per_node * cassandra_share)
     return {
         "messages": messages,
         "brokenShare": broken_share,
@@ -282,4 +323,8 @@ def night(
         "sparkCpuSeconds": round(predicted["sparkCpuSeconds"]),
         "boundBy": predicted["boundBy"],
         "fitsInWindow": predicted["seconds"] <= window_minutes * 60,
+        "rowsRead": round(modelled.rows),
+        "scanRowsPerSecond": scan_rows_per_second,
+        "scanRowsPerSecondPerNode": round(scan_rows_per_second / nodes) if scan_rows_per_second else 0,
+        "scanRowsPerSecondToFitWindow": round(to_fit) if to_fit is not None else None,
     }

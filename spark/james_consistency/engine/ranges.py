@@ -35,6 +35,7 @@ from james_consistency.cassandra.cql import CassandraSettings, close, connect, p
 from james_consistency.engine import work_folder
 from james_consistency.engine.diff import DIGEST
 from james_consistency.engine.jvm import java_array, jvm_class
+from james_consistency.engine.load import ScanLoad, page_size
 from james_consistency.engine.project_keyspace import PROJECT_KEYSPACE, ensure_project_keyspace
 from james_consistency.errors import OperatorError
 
@@ -136,6 +137,7 @@ class RangeProgress:
     done: int = 0
     total: int = 0
     scanned: int = 0  # by this run
+    rows: int = 0  # read by this run (published as the run's progress, not in the report)
     resumed: bool = False
     window_ended: bool = False
     cycle: str = ""
@@ -339,13 +341,17 @@ def read_ranges(
     ranges: list[tuple[int, int, int]],
     consistency: str,
     hashed: tuple[str, ...] = (),
+    rows_per_second_per_task: float = 0.0,
+    page_latency=None,
 ) -> DataFrame:
     """The table's rows in the (index, start, end] ranges, with the columns of `schema` as the connector presents
     them, each row prefixed by its range's index (`range_index`). Read in the executors by the JVM class of
     spark/jvm (the connector's sessions and settings; one Spark task per range): the connector's DataFrame reads
     cannot be restricted to a token range, and the Python driver reads a range at twice the CPU. With `hashed`
     columns, the last field of `schema` is their digest (DIGEST): an xxhash64 of their values as Cassandra
-    serialized them, never decoded."""
+    serialized them, never decoded. Each task reads at most `rows_per_second_per_task` rows a second (0: no limit),
+    in pages of about a second of that rate; `page_latency`, a JVM LongAccumulator, gets each page request's
+    latency in microseconds."""
     jvm = spark._jvm
     frame = jvm_class(spark, SCAN_CLASS).scan(
         spark._jsparkSession,
@@ -358,7 +364,9 @@ def read_ranges(
         java_array(spark, jvm.long, [start for _, start, _ in ranges]),
         java_array(spark, jvm.long, [end for _, _, end in ranges]),
         consistency,
-        PAGE_SIZE,
+        page_size(rows_per_second_per_task) if rows_per_second_per_task else PAGE_SIZE,
+        float(rows_per_second_per_task),
+        page_latency,
     )
     return DataFrame(frame, spark)
 
@@ -388,6 +396,10 @@ class RangedScan:
     fresh: bool = False
     work_root: str = ""
     progress: RangeProgress = field(default_factory=RangeProgress)
+    # Told the progress at the start and after each batch of ranges (the run publishes it: report.progress).
+    on_progress: Callable[[RangeProgress], None] = lambda progress: None
+    # The rate each batch reads at, set between batches (its limit, or the adaptive mode's); None: unpaced.
+    load: ScanLoad | None = None
 
     def __post_init__(self):
         self.journal = Journal(self.settings, self.target, self.keyspace)
@@ -412,6 +424,7 @@ class RangedScan:
             self.progress.total,
             " (resumed)" if resumed else "",
         )
+        self.on_progress(self.progress)
 
     def _name(self, table: ScannedTable) -> str:
         # The kept columns name the folder: rows kept in another form by an older run are not mixed with these.
@@ -432,6 +445,8 @@ class RangedScan:
         bounds = token_ranges(self.count)
         names = [self._name(table) for table in tables]
         keys = {table.name: partition_key(self.settings, self.keyspace, table.name) for table in tables}
+        if self.load is not None:
+            self.load.start()
         try:
             for first in range(0, self.count, batch_size):
                 for table, name in zip(tables, names, strict=True):
@@ -442,6 +457,8 @@ class RangedScan:
                         self._scan_batch(table, name, keys[table.name], batch)
         finally:
             self.progress.per_table = {name: len(self.done.get(name, ())) for name in names}
+            if self.load is not None:
+                self.load.stop()
         if self.progress.done < self.progress.total:  # the range budget ran out within the last batch
             self.progress.window_ended = True
             raise WindowEnded(self.progress)
@@ -453,8 +470,22 @@ class RangedScan:
         if self.window.max_ranges is not None:
             batch = batch[: self.window.max_ranges - self.progress.scanned]
         location = self._location(name)
+        # The batch's rate, shared by the tasks that read at once; its page requests' latency measured by the JVM.
+        tasks = min(max(self.spark.sparkContext.defaultParallelism, 1), len(batch))
+        per_task = self.load.per_task(tasks) if self.load is not None else 0.0
+        latency = self.spark.sparkContext._jsc.sc().longAccumulator() if self.load is not None else None
+        started = time.time()
         read = read_ranges(
-            self.spark, self.keyspace, table.name, table.read_schema, key, batch, self.consistency, table.hashed
+            self.spark,
+            self.keyspace,
+            table.name,
+            table.read_schema,
+            key,
+            batch,
+            self.consistency,
+            table.hashed,
+            per_task,
+            latency,
         )
         rows = table.keep(read, ("range_index",))
         indexes = [index for index, _, _ in batch]
@@ -464,10 +495,15 @@ class RangedScan:
             counted, *(F.count(F.when(F.col("range_index") == index, 1)).alias(str(index)) for index in indexes)
         ).write.mode("overwrite").partitionBy("range_index").parquet(location)
         counts = counted.get
+        if self.load is not None:
+            own_latency_ms = latency.avg() / 1000 if latency.count() else None
+            self.load.observe(started, sum(counts[str(index)] for index in indexes), own_latency_ms)
         self.journal.mark_done(name, [(index, start, end, counts[str(index)]) for index, start, end in batch])
         self.done[name].update(indexes)
         self.progress.done += len(batch)
         self.progress.scanned += len(batch)
+        self.progress.rows += sum(counts[str(index)] for index in indexes)
+        self.on_progress(self.progress)
 
     def table(self, table: ScannedTable) -> DataFrame:
         """The rows the finished ranges of the table kept (the columns of `table.kept_schema`): all of it once the

@@ -76,6 +76,8 @@ def finish(run, status: str) -> dict:
     report["result"] = status
     report["finishedAt"] = _moment(finished)
     report["durationSeconds"] = round(finished - run.started, 3)
+    if run.load is not None:  # a run that scanned: its rate and what it measured
+        report["load"] = run.load.as_report()
     truth_rows = report.get("rowsScanned", {}).get("truth", 0)
     if truth_rows and report["durationSeconds"] > 0:
         report["truthRowsPerSecond"] = math.floor(truth_rows / report["durationSeconds"])

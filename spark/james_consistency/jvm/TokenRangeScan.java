@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
@@ -44,6 +45,7 @@ import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
+import org.apache.spark.util.LongAccumulator;
 import scala.collection.JavaConverters;
 
 /**
@@ -63,6 +65,10 @@ public final class TokenRangeScan {
    * their digest: an xxhash64 over each one's value as Cassandra serialized it (its length, -1 for null, then its
    * bytes), which spares decoding and converting them. Equal serialized values give equal digests, so the caller
    * hashes only columns whose serialization is one per value, of the same types in the tables it compares.
+   *
+   * <p>Each task reads at most {@code rowsPerSecondPerTask} rows a second (0: as fast as it can): its share of a
+   * per-cluster limit. With {@code pageLatencyMicros}, each page request's latency (asked to answered) is added to
+   * it, for the driver to read after the job.
    */
   public static Dataset<Row> scan(
       SparkSession spark,
@@ -75,7 +81,9 @@ public final class TokenRangeScan {
       long[] starts,
       long[] ends,
       String consistency,
-      int pageSize) {
+      int pageSize,
+      double rowsPerSecondPerTask,
+      LongAccumulator pageLatencyMicros) {
     List<long[]> ranges = new ArrayList<>();
     for (int i = 0; i < indexes.length; i++) {
       ranges.add(new long[] {indexes[i], starts[i], ends[i]});
@@ -92,7 +100,14 @@ public final class TokenRangeScan {
     JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
     RangeReader reader =
         new RangeReader(
-            CassandraConnector.apply(connectorConf(spark)), cql, consistency, pageSize, converted, hashed.length);
+            CassandraConnector.apply(connectorConf(spark)),
+            cql,
+            consistency,
+            pageSize,
+            converted,
+            hashed.length,
+            rowsPerSecondPerTask,
+            pageLatencyMicros);
     return spark.createDataFrame(context.parallelize(ranges, Math.max(ranges.size(), 1)).mapPartitions(reader), schema);
   }
 
@@ -115,6 +130,8 @@ public final class TokenRangeScan {
     private final int pageSize;
     private final DataType[] types;
     private final int hashed;
+    private final double rowsPerSecond;
+    private final LongAccumulator pageLatencyMicros;
 
     RangeReader(
         CassandraConnector connector,
@@ -122,13 +139,26 @@ public final class TokenRangeScan {
         String consistency,
         int pageSize,
         StructField[] converted,
-        int hashed) {
+        int hashed,
+        double rowsPerSecond,
+        LongAccumulator pageLatencyMicros) {
       this.connector = connector;
       this.cql = cql;
       this.consistency = consistency;
       this.pageSize = pageSize;
       this.types = Stream.of(converted).map(StructField::dataType).toArray(DataType[]::new);
       this.hashed = hashed;
+      this.rowsPerSecond = rowsPerSecond;
+      this.pageLatencyMicros = pageLatencyMicros;
+    }
+
+    /** The page request, its latency added to the accumulator when it is answered. */
+    private CompletionStage<AsyncResultSet> timed(CompletionStage<AsyncResultSet> request) {
+      if (pageLatencyMicros == null) {
+        return request;
+      }
+      long asked = System.nanoTime();
+      return request.whenComplete((page, error) -> pageLatencyMicros.add((System.nanoTime() - asked) / 1000));
     }
 
     @Override
@@ -138,6 +168,7 @@ public final class TokenRangeScan {
       if (task != null) {
         task.addTaskCompletionListener((TaskContext done) -> session.close());
       }
+      Pace pace = new Pace(rowsPerSecond);
       return new Iterator<Row>() {
         private Iterator<com.datastax.oss.driver.api.core.cql.Row> rows = java.util.Collections.emptyIterator();
         // The range's next page, asked for as soon as the one before it arrived: Cassandra reads it while this task
@@ -150,7 +181,9 @@ public final class TokenRangeScan {
           while (!rows.hasNext()) {
             if (nextPage != null) {
               AsyncResultSet page = CompletableFutures.getUninterruptibly(nextPage);
-              nextPage = page.hasMorePages() ? page.fetchNextPage() : null;
+              // The next page is asked for only once this one's rows are within the task's rate.
+              pace.take(page.remaining());
+              nextPage = page.hasMorePages() ? timed(page.fetchNextPage()) : null;
               rows = page.currentPage().iterator();
               continue;
             }
@@ -166,7 +199,7 @@ public final class TokenRangeScan {
                 SimpleStatement.newInstance(cql, range[1], range[2])
                     .setConsistencyLevel(DefaultConsistencyLevel.valueOf(consistency))
                     .setPageSize(pageSize);
-            nextPage = session.executeAsync(statement);
+            nextPage = timed(session.executeAsync(statement));
           }
           return true;
         }
@@ -185,6 +218,35 @@ public final class TokenRangeScan {
           return RowFactory.create(values);
         }
       };
+    }
+  }
+
+  /**
+   * A task's pace: after {@code rows} rows, not before {@code rows / rowsPerSecond} seconds from its start. Waiting
+   * once a page is in hand, before asking for the next, keeps Cassandra within the rate plus one page per task.
+   */
+  static final class Pace {
+    private final double rowsPerSecond;
+    private final long start = System.nanoTime();
+    private long rows;
+
+    Pace(double rowsPerSecond) {
+      this.rowsPerSecond = rowsPerSecond;
+    }
+
+    void take(int count) {
+      if (rowsPerSecond <= 0) {
+        return;
+      }
+      rows += count;
+      long wait = start + (long) (rows * 1e9 / rowsPerSecond) - System.nanoTime();
+      if (wait > 0) {
+        try {
+          TimeUnit.NANOSECONDS.sleep(wait);
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt(); // the task is being killed: let it end
+        }
+      }
     }
   }
 

@@ -81,6 +81,10 @@ def report_figures(report: RunReport) -> list[Figure]:
             Figure("ranges", report.ranges.done, labels={"state": "done"}),
             Figure("ranges", report.ranges.total, labels={"state": "total"}),
         ]
+    if report.load is not None:  # the scan's load on the ring: the rate it read at, how long it yielded to James
+        if report.load.rowsPerSecond is not None:
+            figures.append(Figure("scan_rows_per_second", report.load.rowsPerSecond))
+        figures.append(Figure("scan_held_back", round(report.load.heldBackSeconds * 1000), TIMING))
     for side, rows in (report.rowsScanned or {}).items():
         figures.append(Figure("rows_scanned", rows, labels={"side": side}))
     for gate in report.gates:

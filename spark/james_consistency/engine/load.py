@@ -1,0 +1,235 @@
+"""A scan's load on the ring, applied and measured: the rate each batch of token ranges reads at (the limit, or the
+adaptive mode's rate: engine/load_limits.py decides it), the canary read of James's keyspace that tells how James's
+users fare meanwhile, and what the report and the metrics say of it (`load`: the rate over time, how long the night
+was held back).
+
+The canary reads what James reads for an IMAP or JMAP user opening a mailbox: one mailbox's messageIdTable rows by
+uid range and its counters, at LOCAL_QUORUM as James does (QUORUM by default, one data center here), every
+CANARY_INTERVAL seconds from a thread of the driver while the executors scan. A canary that cannot read (a keyspace
+without those tables, a node gone) gives no reading: the rate stays as it is and the run goes on; a failure of the
+scan itself is the scan's to report.
+"""
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from james_consistency.cassandra.cql import CassandraSettings, close, connect
+from james_consistency.engine.load_limits import AimdController, LoadLimits, derived_target_ms
+
+log = logging.getLogger("james_consistency")
+
+CANARY_INTERVAL = 0.1  # seconds between two canary reads while a batch runs: 10 light reads a second
+BASELINE_READS = 20  # canary reads before the scan, for a derived target
+CANARY_ROWS = 20  # messageIdTable rows a canary read asks for: a screenful of a mailbox, as an IMAP client lists
+# The paced reader's pages: about a second of a task's share, within these bounds (a page per second per task keeps
+# the load even; the JVM reader's unpaced page is 5000 rows).
+MIN_PACED_PAGE, MAX_PAGE = 100, 5000
+
+
+def p99(values: list[float]) -> float | None:
+    """The 99th percentile by nearest rank (the largest of fewer than 100 values); None for no value."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def page_size(rows_per_second_per_task: float) -> int:
+    """The page a paced task asks for: about one second of its rate."""
+    if not rows_per_second_per_task:
+        return MAX_PAGE
+    return int(min(MAX_PAGE, max(MIN_PACED_PAGE, rows_per_second_per_task)))
+
+
+class Canary:
+    """James's read of one mailbox, timed: its messageIdTable rows by uid, then its counters."""
+
+    def __init__(self, settings: CassandraSettings, keyspace: str):
+        self.settings, self.keyspace = settings, keyspace
+        self.session = None
+        self.reads: list = []
+        self.samples: list[tuple[float, float]] = []  # (when, milliseconds)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def open(self) -> bool:
+        """Ready to read (True), or no canary on this keyspace (logged once)."""
+        from cassandra import ConsistencyLevel
+
+        try:
+            self.session = connect(self.settings)
+            first_mailbox = f"SELECT mailboxid FROM {self.keyspace}.messageidtable LIMIT 1"
+            found = self.session.execute(first_mailbox).one()
+            mailbox = found.mailboxid if found is not None else None
+            listing = self.session.prepare(
+                f"SELECT uid, messageid FROM {self.keyspace}.messageidtable WHERE mailboxid = ? AND uid >= ? "
+                f"LIMIT {CANARY_ROWS}"
+            )
+            counters = self.session.prepare(
+                f"SELECT count, unseen FROM {self.keyspace}.mailboxcounters WHERE mailboxid = ?"
+            )
+        except Exception as error:  # noqa: BLE001 - the canary never stops a run
+            log.warning("no canary read on %s (%s): the adaptive mode keeps its rate", self.keyspace, error)
+            self.close()
+            return False
+        for statement in (listing, counters):
+            statement.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+        self.reads = [(listing, (mailbox, 1)), (counters, (mailbox,))] if mailbox else []
+        if not self.reads:  # an empty keyspace: the read that finds a mailbox is the canary
+            self.reads = [(self.session.prepare(first_mailbox), ())]
+        return True
+
+    def read(self) -> float | None:
+        """One canary read's latency in milliseconds (None when it failed)."""
+        started = time.perf_counter()
+        try:
+            for statement, values in self.reads:
+                self.session.execute(statement, values, timeout=10)
+        except Exception as error:  # noqa: BLE001 - a failed read is no reading
+            log.debug("canary read failed: %s", error)
+            return None
+        milliseconds = (time.perf_counter() - started) * 1000
+        self.samples.append((time.time(), milliseconds))
+        return milliseconds
+
+    def baseline(self, count: int = BASELINE_READS) -> float | None:
+        """The canary's p99 over `count` reads, before the scan starts."""
+        readings = []
+        for _ in range(count):
+            reading = self.read()
+            if reading is not None:
+                readings.append(reading)
+            time.sleep(CANARY_INTERVAL / 2)
+        return p99(readings)
+
+    def since(self, moment: float) -> list[float]:
+        return [milliseconds for when, milliseconds in list(self.samples) if when >= moment]
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="james-consistency-canary", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(CANARY_INTERVAL):
+            self.read()
+            if len(self.samples) > 10_000:  # a long night: only recent readings matter
+                del self.samples[:5_000]
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+        if self.session is not None:
+            close(self.session)
+            self.session = None
+
+
+@dataclass
+class ScanLoad:
+    """The load of one run's scan: the rate each batch reads at, what each batch measured, and the report's `load`."""
+
+    limits: LoadLimits
+    settings: CassandraSettings
+    keyspace: str
+    points: list[dict] = field(default_factory=list)
+    rows_read: int = 0
+    scan_seconds: float = 0.0
+    held_back_seconds: float = 0.0
+    target_ms: float | None = None
+    baseline_ms: float | None = None
+    controller: AimdController | None = None
+    canary: Canary | None = None
+
+    def start(self) -> None:
+        """Before the first batch: the adaptive mode opens its canary, derives its target if need be, and starts
+        reading the canary in the background."""
+        if not self.limits.adaptive or self.controller is not None:
+            return
+        self.canary = Canary(self.settings, self.keyspace)
+        if self.canary.open():
+            if not self.limits.latency_target_ms:
+                self.baseline_ms = self.canary.baseline()
+            self.canary.start()
+        else:
+            self.canary = None
+        self.target_ms = self.limits.latency_target_ms or (
+            derived_target_ms(self.baseline_ms) if self.baseline_ms is not None else None
+        )
+        self.controller = AimdController(self.limits.rows_per_second, self.limits.floor, self.target_ms or math.inf)
+        log.info(
+            "adaptive scan rate: from %s rows/s, floor %g, canary target %s ms (baseline p99 %s ms)",
+            f"{self.limits.rows_per_second:g}" if self.limits.rows_per_second else "unlimited",
+            self.limits.floor,
+            f"{self.target_ms:.2f}" if self.target_ms else "none",
+            f"{self.baseline_ms:.2f}" if self.baseline_ms is not None else "none",
+        )
+
+    @property
+    def rate(self) -> float:
+        """Rows a second across the cluster the next batch reads at (0: unlimited)."""
+        return self.controller.rate if self.controller is not None else self.limits.rows_per_second
+
+    def per_task(self, tasks: int) -> float:
+        """A task's share of the rate when `tasks` read at once."""
+        return self.rate / max(tasks, 1) if self.rate else 0.0
+
+    def observe(self, started: float, rows: int, own_latency_ms: float | None) -> None:
+        """A batch read `rows` since `started` (epoch seconds); its own page requests took `own_latency_ms` on
+        average. The adaptive mode sets the next batch's rate from the canary's p99 meanwhile."""
+        seconds = max(time.time() - started, 1e-6)
+        measured = rows / seconds
+        in_force = self.rate
+        canary_ms = None
+        if self.canary is not None:
+            readings = self.canary.since(started)
+            if not readings:  # a batch shorter than the canary's interval: read it once now
+                reading = self.canary.read()
+                readings = [reading] if reading is not None else []
+            canary_ms = p99(readings)
+        if self.controller is not None:
+            if self.controller.held_back:
+                self.held_back_seconds += seconds
+            self.controller.observe(canary_ms, measured)
+        self.rows_read += rows
+        self.scan_seconds += seconds
+        self.points.append(
+            {
+                "at": datetime.fromtimestamp(started, UTC).isoformat(),
+                "rowsPerSecond": round(measured, 1),
+                "limitRowsPerSecond": round(in_force, 1) if in_force else None,
+                "rows": rows,
+                "seconds": round(seconds, 3),
+                "latencyMs": _rounded(own_latency_ms),
+                "canaryLatencyMs": _rounded(canary_ms),
+            }
+        )
+
+    def stop(self) -> None:
+        if self.canary is not None:
+            self.canary.close()
+            self.canary = None
+
+    def as_report(self) -> dict:
+        """The report's `load` section."""
+        measured = self.rows_read / self.scan_seconds if self.scan_seconds else None
+        return {
+            "limitRowsPerSecond": self.limits.rows_per_second,
+            "adaptive": self.limits.adaptive,
+            "latencyTargetMs": _rounded(self.target_ms),
+            "latencyTargetDerived": self.limits.adaptive and not self.limits.latency_target_ms,
+            "canaryBaselineMs": _rounded(self.baseline_ms),
+            "floorRowsPerSecond": self.limits.floor,
+            "rowsRead": self.rows_read,
+            "scanSeconds": round(self.scan_seconds, 3),
+            "rowsPerSecond": round(measured, 1) if measured is not None else None,
+            "heldBackSeconds": round(self.held_back_seconds, 3),
+            "rate": self.points,
+        }
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 3) if value is not None and math.isfinite(value) else None
