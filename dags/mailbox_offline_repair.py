@@ -24,6 +24,7 @@ from james_airflow.approval import (
 )
 from james_airflow.consistency_dag import HEAVY_POOL, KEYSPACE_PATTERN, deployment_keyspace
 from james_airflow.notifiers import ConsistencyAlert
+from james_consistency.mailboxes.options import DEFAULT_MAX_PASSES, ORPHAN_PATH_POLICIES, RECREATE
 
 with DAG(
     dag_id="mailbox_offline_repair",
@@ -43,12 +44,13 @@ with DAG(
             description="The James keyspace whose mailbox and path tables are diagnosed and repaired.",
         ),
         "orphan_paths": Param(
-            "recreate-when-referenced",
+            RECREATE,
             type="string",
-            enum=["recreate-when-referenced", "delete"],
+            enum=list(ORPHAN_PATH_POLICIES),
             title="Orphan paths",
-            description="Re-create the mailbox row when messages still reference its id (James master), or always "
-            "delete the path (James 3.9, ADR-0020).",
+            description="A path registered to a mailbox id without a mailbox row: re-create the row from the path "
+            "(recreate, as James 3.9.x), re-create it only when messages reference the id and else delete the path "
+            "(recreate-when-referenced), or always delete the path (delete, as James 3.9.0 and ADR-0020).",
             section="Repair",
         ),
         "merge": Param(
@@ -58,7 +60,9 @@ with DAG(
             description="Move the unregistered id's messages and ACL into the registered one (only when certain).",
             section="Repair",
         ),
-        "max_passes": Param(5, type="integer", minimum=1, maximum=20, title="Passes at most", section="Repair"),
+        "max_passes": Param(
+            DEFAULT_MAX_PASSES, type="integer", minimum=1, maximum=20, title="Passes at most", section="Repair"
+        ),
     },
     default_args={
         "owner": "mail-platform",

@@ -38,15 +38,18 @@ def approved(answer: dict | None, confirmation_required: bool = True) -> bool:
 
 
 def mailbox_job_arguments(mode: str, params: dict, report: str, answer: dict | None = None) -> list[str]:
-    """the mailboxes entry point's arguments; a repair gets the confirmation only from an approval that has it."""
+    """the mailboxes entry point's arguments; a repair gets the confirmation only from an approval that has it. The
+    check runs with the repair's orphan-path policy and merge choice, so that the actions it plans (on the approval
+    form) are the ones the repair takes."""
     arguments = ["--keyspace", str(params["keyspace"]), "--mode", mode, "--report", report]
-    if mode == "repair":
-        if not approved(answer):
-            raise RuntimeError(f"no approval with the typed confirmation {CONFIRMATION}: the repair does not run")
-        arguments += ["--confirm", CONFIRMATION, "--orphan-paths", str(params["orphan_paths"])]
-        arguments += ["--max-passes", str(params["max_passes"])]
+    if mode == "repair" and not approved(answer):
+        raise RuntimeError(f"no approval with the typed confirmation {CONFIRMATION}: the repair does not run")
+    if mode in ("check", "repair"):
+        arguments += ["--orphan-paths", str(params["orphan_paths"])]
         if params.get("merge"):
             arguments.append("--merge")
+    if mode == "repair":
+        arguments += ["--confirm", CONFIRMATION, "--max-passes", str(params["max_passes"])]
     return arguments
 
 
@@ -210,7 +213,7 @@ are stopped**, and type `ALL-SERVICES-ARE-OFFLINE` below. Reject (or no answer) 
 
 {{ ti.xcom_pull(task_ids='anything_to_repair', key='approval_summary') }}
 
-Options of this run: orphan paths `{{ params.orphan_paths }}`, merge `{{ params.merge }}`, at most
+Options of this run: orphan-path policy `{{ params.orphan_paths }}`, merge `{{ params.merge }}`, at most
 `{{ params.max_passes }}` passes.
 """
 

@@ -143,8 +143,10 @@ def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
     assert request["assigned_users"] == [{"id": APPROVER, "name": APPROVER}]
     assert request["params"]["confirmation"]["value"] is None, "optional: Reject needs nothing typed"
     body = request["body"]
-    for line in ("| orphan-mailbox | 1 |", "| orphan-path | 2 |", "| two-ids-one-path | 1 |",
-                 "| path-points-to-another-id | 2 |", f"`#private:alice:Archive` -> `{ids['archive']}`: 3 messages",
+    for line in ("| orphan-mailbox | 1 |", "| two-ids-one-path | 1 |", "| mailbox-registered-elsewhere | 2 |",
+                 "| orphan-path | 2 | re-create the mailbox row from the path (James 3.9.x) |",
+                 "**Orphan paths** (policy `recreate`):", "orphan-path policy `recreate`",
+                 f"`#private:alice:Archive` -> `{ids['archive']}`: 3 messages",
                  f"merge into `{ids['dave']}`", "ALL-SERVICES-ARE-OFFLINE"):  # fmt: skip
         assert line in body
     # The approver was notified with a link to the approval page.
@@ -156,11 +158,12 @@ def test_approved_with_the_confirmation_the_mailboxes_are_repaired(
     # And the tables are repaired (conflicts reported, left as they were).
     rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, "3.9")
     assert registered["alice:Drafts"] == ids["orphan"] and rows[ids["archive"]] == "alice:Archive"
+    assert rows[ids["old"]] == "alice:Old", "an empty orphan path keeps its folder by default"
     assert rows[ids["work"]] == "carol:Work-renamed" and "carol:Work" not in registered
-    assert registered["erin:A"] == ids["loopb"]
+    assert registered["erin:A"] == ids["loopb"] and rows[ids["loopb"]] == "erin:A"
     summary = report_summary(run)
     assert summary["decision"] == "approved" and summary["respondedBy"]["id"] == APPROVER
-    assert summary["repair"]["fixedCount"] == 5 and summary["repair"]["conflictingEntries"] == 3
+    assert summary["repair"]["fixedCount"] == 7 and summary["repair"]["conflictingEntries"] == 1
     assert summary["verify"]["remainingFixable"] == 0
 
 

@@ -8,6 +8,7 @@ import time
 import pytest
 from james_consistency.engine.run import GateFailed, RunOptions
 from james_consistency.jobs.targets import run_target
+from james_consistency.projections.flags import FlagOptions
 from james_consistency_kit.faults import inject
 from support.james_platform import james_platform
 
@@ -74,11 +75,17 @@ def test_missing_keywords_are_added_and_unused_ones_kept_by_default(
     pruned = run_target(
         spark,
         cassandra_settings,
-        RunOptions("flags", keyspace, mode="repair", remove_unused_flags=True, allow_destructive=True),
+        RunOptions(
+            "flags", keyspace, mode="repair", target_options=FlagOptions(remove_unused=True), allow_destructive=True
+        ),
     )
     assert applicable_flags(cql, keyspace) == used_keywords(cql, keyspace)
     assert pruned["updatedApplicableFlagEntries"] == 1
-    again = run_target(spark, cassandra_settings, RunOptions("flags", keyspace, mode="check", remove_unused_flags=True))
+    again = run_target(
+        spark,
+        cassandra_settings,
+        RunOptions("flags", keyspace, mode="check", target_options=FlagOptions(remove_unused=True)),
+    )
     assert sum(again["inconsistencies"].values()) == 0
 
 
@@ -114,7 +121,7 @@ def test_keyword_a_user_adds_during_the_run_is_not_removed(cql, cassandra_settin
         "flags",
         keyspace,
         mode="repair",
-        remove_unused_flags=True,
+        target_options=FlagOptions(remove_unused=True),
         recheck_delay_seconds=4,
         run_dir=str(tmp_path / "run"),
         allow_destructive=True,

@@ -11,6 +11,7 @@ import pytest
 from james_consistency.engine.run import RunOptions
 from james_consistency.jobs.targets import run_target
 from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.mailboxes.options import MailboxOptions
 from james_consistency_kit import james_harness
 from support.james_platform import james_broken_platform
 
@@ -93,7 +94,9 @@ def test_after_our_repairs_james_own_tasks_find_nothing_left_to_fix(
         )
         assert report["status"] == "COMPLETED", f"{target}: {report.get('errors')}"
     mailboxes = run_target(
-        spark, cassandra_settings, RunOptions("mailboxes", keyspace, mode="repair", confirmation=CONFIRMATION)
+        spark,
+        cassandra_settings,
+        RunOptions("mailboxes", keyspace, mode="repair", target_options=MailboxOptions(CONFIRMATION)),
     )
     assert mailboxes["conflictingEntries"] == []
 

@@ -11,6 +11,7 @@ import pytest
 from james_consistency.cassandra.schema import create_schema
 from james_consistency.engine.run import RunOptions
 from james_consistency.jobs.targets import run_target
+from james_consistency.mailboxes.options import MailboxOptions
 from support.mailboxes import (
     acl,
     add_mailbox,
@@ -36,27 +37,20 @@ EVERY_KIND = {
     "orphan-path": 2,
     "one-id-two-paths": 1,
     "two-ids-one-path": 1,
-    "path-points-to-another-id": 2,
+    "path-points-to-another-id": 0,
     "mailbox-path-outdated": 1,
-    "mailbox-registered-elsewhere": 0,
+    "mailbox-registered-elsewhere": 2,
 }
 
 
-def run(spark, settings, keyspace, mode="repair", **options):
-    if mode == "repair":
-        options.setdefault("confirmation", OFFLINE)
-    return run_target(spark, settings, RunOptions("mailboxes", keyspace, mode=mode, **options))
+def run(spark, settings, keyspace, mode="repair", **chosen):
+    """The mailbox repair's run, with the repair's confirmation and the mailbox options `chosen`."""
+    own = MailboxOptions(confirmation=OFFLINE if mode == "repair" else None, **chosen)
+    return run_target(spark, settings, RunOptions("mailboxes", keyspace, mode=mode, target_options=own))
 
 
 def entry(path: str, mailbox_id) -> dict:
     return {"mailboxPath": f"#private:{path}", "mailboxId": str(mailbox_id)}
-
-
-def loop_entries(ids) -> list[dict]:
-    return [
-        {"mailboxDaoEntry": entry("erin:A", ids["loopa"]), "mailboxPathDaoEntry": entry("erin:A", ids["loopb"])},
-        {"mailboxDaoEntry": entry("erin:B", ids["loopb"]), "mailboxPathDaoEntry": entry("erin:B", ids["loopa"])},
-    ]
 
 
 def two_ids_entry(ids) -> dict:
@@ -83,7 +77,11 @@ def test_check_reports_every_kind_with_james_fields_and_writes_nothing(
     assert report["processedMailboxEntries"] == 9
     assert report["processedMailboxPathEntries"] == 10
     assert report["fixedInconsistencies"] == [] and report["errors"] == []
-    assert report["conflictingEntries"] == [two_ids_entry(ids), *loop_entries(ids)]
+    assert report["conflictingEntries"] == [two_ids_entry(ids)], "the swapped pair is realigned, not a conflict"
+    running = report["runningOptions"]
+    assert {name: running[name] for name in ("maxIterations", "autoMerge", "maxPasses", "merge", "orphanPaths")} == {
+        "maxIterations": 5, "autoMerge": False, "maxPasses": 5, "merge": False, "orphanPaths": "recreate",
+    }  # fmt: skip
     assert report["orphanPaths"] == [
         {"mailboxPath": "#private:alice:Archive", "mailboxId": str(ids["archive"]), "messages": 3,
          "referencedByMessages": True},
@@ -102,9 +100,8 @@ def test_check_reports_every_kind_with_james_fields_and_writes_nothing(
     assert conflict["merge"]["mergeOrigins"] == [str(ids["dave2"])]
     assert report["plannedActions"] == {
         "kept-latest-path": 1,
-        "mailbox-realigned": 1,
-        "mailbox-recreated": 1,
-        "path-deleted": 1,
+        "mailbox-realigned": 3,
+        "mailbox-recreated": 2,
         "path-registered": 1,
     }
     assert report["nothingToDo"] is False and report["status"] == "PARTIAL"
@@ -123,32 +120,30 @@ def test_repair_fixes_every_kind_leaves_conflicts_and_a_second_run_changes_nothi
     report = run(spark, cassandra_settings, keyspace)
 
     assert report["inconsistencies"] == EVERY_KIND
-    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND} | {
-        "two-ids-one-path": 1,
-        "path-points-to-another-id": 2,
-    }
-    assert report["fixedCount"] == 5 and report["failedCount"] == 0 and report["errors"] == []
+    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND} | {"two-ids-one-path": 1}
+    assert report["fixedCount"] == 7 and report["failedCount"] == 0 and report["errors"] == []
     assert sorted(report["fixedInconsistencies"]) == sorted(
-        str(ids[role]) for role in ("orphan", "archive", "old", "work", "frank")
+        str(ids[role]) for role in ("orphan", "archive", "old", "work", "frank", "loopa", "loopb")
     )
-    assert report["conflictingEntries"] == [two_ids_entry(ids), *loop_entries(ids)]
+    assert report["conflictingEntries"] == [two_ids_entry(ids)]
     assert report["status"] == "PARTIAL", "conflicts are left for an admin, as James reports them"
     assert [item["pass"] for item in report["passes"]] == [1]
 
     rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, generation)
     # orphan mailbox: its path is registered again.
     assert registered["alice:Drafts"] == ids["orphan"]
-    # orphan path referenced by messages: the mailbox row is back; the one nobody references is gone.
+    # orphan paths: the mailbox row is back, whether messages reference it or not (James 3.9.x): no folder is lost.
     assert rows[ids["archive"]] == "alice:Archive" and registered["alice:Archive"] == ids["archive"]
-    assert "alice:Old" not in registered and ids["old"] not in rows
+    assert rows[ids["old"]] == "alice:Old" and registered["alice:Old"] == ids["old"]
     # one id under two paths: the later path wins, the row follows it, the other path is dropped.
     assert rows[ids["work"]] == "carol:Work-renamed" and registered["carol:Work-renamed"] == ids["work"]
     assert "carol:Work" not in registered
     # a row whose id is registered under another (free) path follows its registration.
     assert rows[ids["frank"]] == "frank:New" and registered["frank:New"] == ids["frank"]
-    # conflicts are never guessed: two ids on dave's INBOX and erin's swapped pair stay as they were.
+    # the conflict is never guessed: two ids on dave's INBOX stay as they were.
     assert rows[ids["dave"]] == rows[ids["dave2"]] == "dave:INBOX" and registered["dave:INBOX"] == ids["dave"]
-    assert rows[ids["loopa"]] == "erin:A" and rows[ids["loopb"]] == "erin:B"
+    # erin's swapped pair: each row follows its registration (the path table, what IMAP shows, is left as it is).
+    assert rows[ids["loopa"]] == "erin:B" and rows[ids["loopb"]] == "erin:A"
     assert registered["erin:A"] == ids["loopb"] and registered["erin:B"] == ids["loopa"]
     assert rows[ids["consistent"]] == "bob:INBOX" and registered["bob:INBOX"] == ids["consistent"]
 
@@ -181,10 +176,10 @@ def test_merge_moves_the_losers_messages_and_acl_into_the_registered_id(
 
     report = run(spark, cassandra_settings, keyspace, merge=True)
 
-    assert report["fixedCount"] == 6 and report["failedCount"] == 0
+    assert report["fixedCount"] == 8 and report["failedCount"] == 0
     merged = [fix for fix in report["fixes"] if fix["action"] == "merged"]
     assert merged[0]["detail"]["movedMessages"] == 2
-    assert report["conflictingEntries"] == loop_entries(ids)
+    assert report["conflictingEntries"] == [] and report["status"] == "COMPLETED"
     assert "james-consistency repair counters --keyspace " + keyspace in report["followUp"]
     rows = mailbox_rows(cql, keyspace)
     assert ids["dave2"] not in rows and rows[ids["dave"]] == "dave:INBOX"
@@ -211,12 +206,13 @@ def test_merge_moves_the_losers_messages_and_acl_into_the_registered_id(
 
 
 @pytest.mark.parametrize(("generation", "merge"), [("3.9", False), ("3.9", True), ("3.5", False)])
-def test_a_row_squatting_a_path_while_its_id_is_registered_elsewhere_is_realigned_in_one_run_and_a_loop_stays(
+def test_a_row_squatting_a_path_while_its_id_is_registered_elsewhere_is_realigned_in_one_run_and_so_is_a_loop(
     cql, cassandra_settings, spark, new_keyspace, generation, merge
 ):
     """James master's fixMailboxInconsistenciesShouldRealignLoserInsteadOfMergingWhenLoserIsRegisteredElsewhere: rows
     id1@abc and id2@abc, paths abc -> id2 and xyz -> id1. Beside it, two ids swapped between two paths (A -> loopb,
-    B -> loopa), whose rows also name a path registered to another id: they must stay reported and unchanged."""
+    B -> loopa), whose rows also name a path registered to another id: each row follows its registration, as James
+    master's phase 2 realigns them."""
     keyspace = new_keyspace("mbxrealign")
     create_schema(cql, keyspace, generation)
     id1, id2, loopa, loopb = (timeuuid(n) for n in (700, 701, 702, 703))
@@ -229,40 +225,70 @@ def test_a_row_squatting_a_path_while_its_id_is_registered_elsewhere_is_realigne
     james_save_mailbox(cql, keyspace, loopb, "erin", "B")
     james_save_path(cql, keyspace, generation, "erin", "A", loopb)
     james_save_path(cql, keyspace, generation, "erin", "B", loopa)
-    loop = [
-        {"mailboxDaoEntry": entry("erin:A", loopa), "mailboxPathDaoEntry": entry("erin:A", loopb)},
-        {"mailboxDaoEntry": entry("erin:B", loopb), "mailboxPathDaoEntry": entry("erin:B", loopa)},
-    ]
 
     report = run(spark, cassandra_settings, keyspace, merge=merge)
 
-    # id1 follows its registration; abc stays with id2; the swapped pair is left as it was.
+    # id1 follows its registration; abc stays with id2; the swapped rows follow theirs; no path moves.
     rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, generation)
-    assert rows == {id1: "user:xyz", id2: "user:abc", loopa: "erin:A", loopb: "erin:B"}
+    assert rows == {id1: "user:xyz", id2: "user:abc", loopa: "erin:B", loopb: "erin:A"}
     assert registered == {"user:abc": id2, "user:xyz": id1, "erin:A": loopb, "erin:B": loopa}
     assert messages_of(cql, keyspace, "imapuidtable", id1) == {1: (kept["messageid"], kept["modseq"])}
     assert messages_of(cql, keyspace, "messageidtable", id1) == {1: (kept["messageid"], kept["modseq"])}
     row = cql.execute(f"SELECT uidvalidity FROM {keyspace}.mailbox WHERE id = %s", (id1,)).one()
     assert row.uidvalidity == 7, "the realigned row keeps its uid validity"
-    # Reported as James master reports it: one fix, no conflicting entry for id1.
-    assert report["inconsistencies"]["mailbox-registered-elsewhere"] == 1
+    # Reported as James master reports it with autoMerge: fixes, no conflicting entry.
+    assert report["inconsistencies"]["mailbox-registered-elsewhere"] == 3
     assert report["inconsistencies"]["two-ids-one-path"] == 0, "id1 is not a ghost of abc to merge"
-    assert report["inconsistencies"]["path-points-to-another-id"] == 2, "the swapped pair"
-    assert [item["pass"] for item in report["passes"]] == [1] and report["fixedCount"] == 1
-    assert report["fixedInconsistencies"] == [str(id1)] and report["failedCount"] == 0
-    [fix] = report["fixes"]
-    assert (fix["action"], fix["detail"]) == (
-        "mailbox-realigned",
-        {"from": "#private:user:abc", "to": "#private:user:xyz", "pathOwner": str(id2)},
-    )
+    assert report["inconsistencies"]["path-points-to-another-id"] == 0
+    assert [item["pass"] for item in report["passes"]] == [1] and report["fixedCount"] == 3
+    assert sorted(report["fixedInconsistencies"]) == sorted(map(str, (id1, loopa, loopb)))
+    assert report["failedCount"] == 0
+    assert {fix["action"] for fix in report["fixes"]} == {"mailbox-realigned"}
+    assert {fix["mailboxId"]: fix["detail"] for fix in report["fixes"]} == {
+        str(id1): {"from": "#private:user:abc", "to": "#private:user:xyz", "pathOwner": str(id2)},
+        str(loopa): {"from": "#private:erin:A", "to": "#private:erin:B", "pathOwner": str(loopb)},
+        str(loopb): {"from": "#private:erin:B", "to": "#private:erin:A", "pathOwner": str(loopa)},
+    }
     assert "followUp" not in report, "nothing was merged"
-    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND} | {"path-points-to-another-id": 2}
-    assert report["conflictingEntries"] == loop
+    assert report["remaining"] == {kind: 0 for kind in EVERY_KIND}
+    assert report["conflictingEntries"] == [] and report["status"] == "COMPLETED"
 
     written = write_times(cql, keyspace, generation)
     again = run(spark, cassandra_settings, keyspace, merge=merge)
-    assert again["fixedCount"] == 0 and again["conflictingEntries"] == loop
+    assert again["fixedCount"] == 0 and again["conflictingEntries"] == []
     assert write_times(cql, keyspace, generation) == written
+
+
+def test_a_row_realigned_onto_a_path_a_ghost_squats_leaves_two_ids_there_which_the_next_pass_merges(
+    cql, cassandra_settings, spark, new_keyspace
+):
+    """James master's order: id1's stale row (at abc, registered to id2) is realigned onto xyz, its registration,
+    although ghost's row claims xyz; the next pass finds id1 and the ghost (registered nowhere) on xyz and, with
+    merge (James's autoMerge), merges the ghost into id1."""
+    keyspace = new_keyspace("mbxghost")
+    create_schema(cql, keyspace, "3.9")
+    id1, id2, ghost = (timeuuid(n) for n in (730, 731, 732))
+    james_save_mailbox(cql, keyspace, id1, "user", "abc")
+    james_save_mailbox(cql, keyspace, id2, "user", "abc")
+    james_save_mailbox(cql, keyspace, ghost, "user", "xyz")
+    james_save_path(cql, keyspace, "3.9", "user", "abc", id2)
+    james_save_path(cql, keyspace, "3.9", "user", "xyz", id1)
+    moved = james_add_message(cql, keyspace, "3.9", ghost, 1)["messageid"]
+
+    report = run(spark, cassandra_settings, keyspace, merge=True)
+
+    assert report["inconsistencies"] == {kind: 0 for kind in EVERY_KIND} | {
+        "mailbox-registered-elsewhere": 1,
+        "path-points-to-another-id": 1,
+    }
+    assert [(item["pass"], item["actions"]) for item in report["passes"]] == [
+        (1, {"mailbox-realigned": 1}),
+        (2, {"merged": 1}),
+    ]
+    assert mailbox_rows(cql, keyspace) == {id1: "user:xyz", id2: "user:abc"}
+    assert paths(cql, keyspace, "3.9") == {"user:abc": id2, "user:xyz": id1}
+    assert [messageid for messageid, _ in messages_of(cql, keyspace, "imapuidtable", id1).values()] == [moved]
+    assert report["conflictingEntries"] == [] and report["status"] == "COMPLETED"
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
@@ -303,19 +329,38 @@ def test_a_merge_never_overwrites_a_uid_of_the_winner_when_its_counter_lags(
     assert messages_of(cql, keyspace, "imapuidtable", loser) == {} and loser not in mailbox_rows(cql, keyspace)
 
 
-def test_an_orphan_path_is_deleted_when_asked_even_if_messages_reference_it(
-    cql, cassandra_settings, spark, new_keyspace
+@pytest.mark.parametrize("policy", [None, "delete"], ids=["by-default", "deleted-when-asked"])
+def test_an_unreferenced_orphan_path_keeps_its_folder_by_default_and_is_deleted_only_when_asked(
+    cql, cassandra_settings, spark, new_keyspace, policy
 ):
-    keyspace = new_keyspace("mbxdelete")
+    """Two creates interrupted after the path was registered (James writes the path, then the row): an empty folder
+    and one a message was delivered to. James 3.9.x re-creates both rows; James 3.9.0 deleted both paths."""
+    keyspace = new_keyspace("mbxorphan")
     create_schema(cql, keyspace, "3.9")
-    ids = break_every_mailbox_kind(cql, keyspace, "3.9")
+    empty, used = timeuuid(720), timeuuid(721)
+    james_save_path(cql, keyspace, "3.9", "gus", "Empty", empty, uidvalidity=41)
+    james_save_path(cql, keyspace, "3.9", "gus", "Used", used, uidvalidity=42)
+    james_add_message(cql, keyspace, "3.9", used, 1)
+    chosen = {} if policy is None else {"orphan_paths": policy}
 
-    report = run(spark, cassandra_settings, keyspace, orphan_paths="delete")
+    check = run(spark, cassandra_settings, keyspace, mode="check", **chosen)
+    report = run(spark, cassandra_settings, keyspace, **chosen)
 
-    assert report["runningOptions"]["orphanPaths"] == "delete"
-    registered = paths(cql, keyspace, "3.9")
-    assert "alice:Archive" not in registered and "alice:Old" not in registered
-    assert ids["archive"] not in mailbox_rows(cql, keyspace)
+    rows, registered = mailbox_rows(cql, keyspace), paths(cql, keyspace, "3.9")
+    if policy is None:
+        assert check["plannedActions"] == {"mailbox-recreated": 2}
+        assert report["runningOptions"]["orphanPaths"] == "recreate"
+        assert rows == {empty: "gus:Empty", used: "gus:Used"}, "both folders stay, the empty one too"
+        assert registered == {"gus:Empty": empty, "gus:Used": used}
+        uidvalidity = {
+            row.id: row.uidvalidity for row in cql.execute(f"SELECT id, uidvalidity FROM {keyspace}.mailbox")
+        }
+        assert uidvalidity == {empty: 41, used: 42}, "the rows take the uid validity of their path"
+    else:
+        assert check["plannedActions"] == {"path-deleted": 2}
+        assert report["runningOptions"]["orphanPaths"] == "delete"
+        assert rows == {} and registered == {}, "deleted when asked, even the folder holding a message"
+    assert report["fixedCount"] == 2 and report["status"] == "COMPLETED"
 
 
 def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(cql, cassandra_settings, new_keyspace):
@@ -323,7 +368,7 @@ def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(c
     from cassandra.query import dict_factory
     from james_consistency.cassandra.cql import close, connect
     from james_consistency.engine.live import run_steps
-    from james_consistency.mailboxes import policy
+    from james_consistency.mailboxes import policy, store
     from support.messages import timeuuid
 
     keyspace = new_keyspace("mbxrace")
@@ -337,8 +382,8 @@ def test_an_orphan_mailbox_whose_path_was_taken_meanwhile_is_reported_and_left(c
 
     session = connect(cassandra_settings, row_factory=dict_factory)
     try:
-        options = policy.PolicyOptions(settings=cassandra_settings, keyspace=keyspace, generation="3.9")
-        outcome = run_steps(session, policy.act(policy.MailboxStore(session, options), finding, options))
+        options = store.PolicyOptions(settings=cassandra_settings, keyspace=keyspace, generation="3.9")
+        outcome = run_steps(session, policy.act(store.MailboxStore(session, options), finding, options))
     finally:
         close(session)
 
@@ -371,16 +416,19 @@ def test_repair_refuses_without_the_typed_confirmation(cql, cassandra_node, new_
 
 
 @pytest.mark.end_to_end
-def test_the_command_line_checks_then_repairs_through_spark_submit(cql, cassandra_node, new_keyspace, tmp_path):
+def test_the_command_line_checks_then_repairs_through_spark_submit_and_its_undo_finds_the_run_dir(
+    cql, cassandra_node, new_keyspace, tmp_path
+):
     keyspace = new_keyspace("mbxcli")
     create_schema(cql, keyspace, "3.5")
     ids = break_every_mailbox_kind(cql, keyspace, "3.5")
     port = str(cassandra_node.native_port)
+    run_dir = tmp_path / "run"
 
     checked = cli("check", "mailboxes", "--keyspace", keyspace, "--port", port, "--report", str(tmp_path / "c.json"))
     repaired = cli(
         "repair", "mailboxes", "--keyspace", keyspace, "--port", port, "--report", str(tmp_path / "r.json"),
-        "--i-know-what-i-am-doing", OFFLINE,
+        "--run-dir", str(run_dir), "--i-know-what-i-am-doing", OFFLINE,
     )  # fmt: skip
 
     assert checked.returncode == 0, checked.stderr[-2000:]
@@ -388,5 +436,16 @@ def test_the_command_line_checks_then_repairs_through_spark_submit(cql, cassandr
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     assert "mailboxes repair on " + keyspace in repaired.stdout
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["fixedCount"] == 5 and len(report["conflictingEntries"]) == 3
+    assert report["fixedCount"] == 7 and len(report["conflictingEntries"]) == 1
     assert paths(cql, keyspace, "3.5")["alice:Drafts"] == ids["orphan"]
+    # Its work and before-images are in --run-dir, where `undo --run-dir` finds them (a dry run: nothing written).
+    assert report["workDir"] == str(run_dir) and report["beforeImages"]["path"].startswith(str(run_dir))
+    written = write_times(cql, keyspace, "3.5")
+    undo = cli("undo", "--run-dir", str(run_dir), "--port", port, "--report", str(tmp_path / "u.json"))
+    assert undo.returncode == 0, undo.stderr[-2000:]
+    planned = json.loads((tmp_path / "u.json").read_text())
+    assert (planned["undoneRunId"], planned["undoneTarget"], planned["dryRun"]) == (report["runId"], "mailboxes", True)
+    assert planned["images"] == report["beforeImages"]["counts"] and {"mailbox", "mailboxpathv2"} <= set(
+        planned["undoPlan"]
+    )
+    assert write_times(cql, keyspace, "3.5") == written

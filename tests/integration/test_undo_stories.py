@@ -14,6 +14,7 @@ from james_consistency.engine.run import RunOptions
 from james_consistency.errors import OperatorError
 from james_consistency.jobs.targets import run_target
 from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.mailboxes.options import MailboxOptions
 from james_consistency.undo.repair import undo_run
 from james_consistency_kit import james_harness
 from james_consistency_kit.faults import inject
@@ -142,7 +143,8 @@ def test_the_offline_mailbox_repair_undone_leaves_paths_mailboxes_messages_and_a
     break_every_mailbox_kind(cql, keyspace, generation)
     before = snapshot(cql, keyspace, MAILBOX_TABLES[generation])
     run_dir = str(tmp_path / "mailboxes")
-    options = RunOptions("mailboxes", keyspace, mode="repair", confirmation=CONFIRMATION, merge=True, run_dir=run_dir)
+    mailbox_options = MailboxOptions(confirmation=CONFIRMATION, merge=True)
+    options = RunOptions("mailboxes", keyspace, mode="repair", target_options=mailbox_options, run_dir=run_dir)
     repair = run_target(spark, cassandra_settings, options)
     assert repair["fixedCount"] > 0 and any(p["actions"].get("merged") for p in repair["passes"])
 

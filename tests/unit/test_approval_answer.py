@@ -3,7 +3,7 @@
 import pytest
 from james_airflow.approval import approved, mailbox_job_arguments
 
-PARAMS = {"keyspace": "james_prod", "orphan_paths": "recreate-when-referenced", "merge": False, "max_passes": 5}
+PARAMS = {"keyspace": "james_prod", "orphan_paths": "recreate", "merge": False, "max_passes": 5}
 
 
 def answer(option: str, confirmation: str | None) -> dict:
@@ -32,3 +32,15 @@ def test_approve_with_the_confirmation_passes_it_to_the_job_even_with_spaces_aro
     assert approved(response)
     arguments = mailbox_job_arguments("repair", PARAMS, "/tmp/report.json", response)
     assert arguments[arguments.index("--confirm") + 1] == "ALL-SERVICES-ARE-OFFLINE"
+
+
+def test_the_check_plans_with_the_orphan_path_policy_and_merge_the_repair_will_run_with():
+    params = {**PARAMS, "orphan_paths": "delete", "merge": True}
+
+    arguments = mailbox_job_arguments("check", params, "/tmp/report.json")
+
+    assert arguments == [
+        "--keyspace", "james_prod", "--mode", "check", "--report", "/tmp/report.json", "--orphan-paths", "delete",
+        "--merge",
+    ]  # fmt: skip
+    assert "--confirm" not in arguments, "a check never gets the confirmation"

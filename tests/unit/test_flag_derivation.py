@@ -3,6 +3,7 @@ by default: a mailbox may hold more keywords than its messages use, as James onl
 
 from james_consistency.engine.diff import compare, inconsistencies
 from james_consistency.projections import projection_spec
+from james_consistency.projections.flags import FlagOptions
 from pyspark.testing.utils import assertDataFrameEqual
 
 TRUTH = "messageid string, mailboxid string, uid long, modseq long, userflags array<string>"
@@ -52,7 +53,7 @@ def test_by_default_only_missing_keywords_are_fixes_extra_ones_and_unused_sets_s
 
 
 def test_removing_unused_keywords_makes_every_difference_a_fix_and_a_destructive_one(spark):
-    spec = projection_spec("flags", "3.9", remove_unused_flags=True)
+    spec = projection_spec("flags", "3.9", target_options=FlagOptions(remove_unused=True))
 
     assert spec.projection.destructive_kinds == ("outdated", "orphan")
     expected = spark.createDataFrame(

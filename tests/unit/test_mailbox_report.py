@@ -28,6 +28,7 @@ def test_the_approval_form_shows_counts_with_their_action_the_conflicts_orphan_p
         "processedMailboxEntries": 5,
         "processedMailboxPathEntries": 6,
         "inconsistencies": {d.ORPHAN_PATH: 2, d.TWO_IDS_ONE_PATH: 1},
+        "runningOptions": {"orphanPaths": "recreate-when-referenced", "maxIterations": 5, "autoMerge": False},
         "plannedActions": {"path-deleted": 1, "reported": 1},
         "conflicts": [
             {
@@ -68,7 +69,7 @@ def test_the_approval_form_shows_counts_with_their_action_the_conflicts_orphan_p
         "POST /cassandra/mailbox/merging {...}",
         "- mailbox `l` says `#private:u:A`, the path table says `w`",
         "",
-        "**Orphan paths**:",
+        "**Orphan paths** (policy `recreate-when-referenced`):",
         "- `#private:u:Gone` -> `p2`: no message",
         "",
         "**Sample** (1 of 3):",
@@ -89,3 +90,17 @@ def test_conflicting_entries_alone_are_listed_with_nobody_when_the_path_is_regis
         "**Conflicts** (1 conflicting entries, never guessed):",
         "- mailbox `a` says `#private:u:B`, the path table says `nobody`",
     ]
+
+
+def test_the_planned_action_of_an_orphan_path_is_the_one_of_the_policy_the_run_has():
+    report = {**A_CHECK, "keyspace": "james", "inconsistencies": {d.ORPHAN_PATH: 1}}
+
+    lines = {
+        policy: approval_summary(parse_report({**report, "runningOptions": {"orphanPaths": policy}})).splitlines()[4]
+        for policy in ("recreate", "delete")
+    }
+
+    assert lines == {
+        "recreate": "| orphan-path | 1 | re-create the mailbox row from the path (James 3.9.x) |",
+        "delete": "| orphan-path | 1 | delete the path (James 3.9.0, ADR-0020) |",
+    }

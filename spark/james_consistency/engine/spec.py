@@ -293,10 +293,12 @@ class Repair(ABC):
     health_asset: str | None = None
     # Tables that must exist before anything is read (checked when the target is resolved).
     tables: tuple[str, ...]
-    # Repeat scan -> reconcile while a pass fixes something, up to the run's max_passes (one pass otherwise).
+    # Repeat scan -> reconcile while a pass fixes something, at most `max_passes` times (one pass otherwise).
     passes: bool = False
-    # The typed confirmation a repair (mode repair) must be given, or None.
+    max_passes: int = 1
+    # The typed confirmation a repair (mode repair) must be given, or None; and the one the operator typed.
     confirmation: str | None = None
+    typed_confirmation: str | None = None
 
     @abstractmethod
     def report_fields(self, run) -> dict:

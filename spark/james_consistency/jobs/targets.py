@@ -14,17 +14,36 @@ from james_consistency.engine.run import RunOptions, execute, new_run_id
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import NotApplicable, OperatorError
 from james_consistency.mailboxes import CONFIRMATION
+from james_consistency.mailboxes.options import MailboxOptions
 from james_consistency.mailboxes.repair import MailboxRepair
 from james_consistency.projections import CHECKS, TARGETS, projection_spec
+from james_consistency.projections.flags import FlagOptions
 
 MAILBOXES = "mailboxes"
 # Every target a job or the command line takes: the projections, the checks, and the offline mailbox repair.
 ALL_TARGETS = (*TARGETS, *CHECKS, MAILBOXES)
+# The class of the own options of each target that has some (RunOptions.target_options).
+TARGET_OPTIONS = {MAILBOXES: MailboxOptions, "flags": FlagOptions}
+
+
+def target_options(options: RunOptions):
+    """The target's own options: those given, or the target's defaults (None for a target without options of its
+    own); OperatorError for options of another target."""
+    kind, given = TARGET_OPTIONS.get(options.target), options.target_options
+    if given is None:
+        return kind() if kind else None
+    if kind is None or not isinstance(given, kind):
+        raise OperatorError(f"target '{options.target}' does not take {type(given).__name__}")
+    return given
 
 
 def confirm(options: RunOptions) -> None:
     """Before any JVM starts: the offline mailbox repair does not repair without its typed confirmation."""
-    if options.target == MAILBOXES and options.mode == "repair" and options.confirmation != CONFIRMATION:
+    if (
+        options.target == MAILBOXES
+        and options.mode == "repair"
+        and target_options(options).confirmation != CONFIRMATION
+    ):
         raise OperatorError(
             "the mailbox repair can cancel users' actions and must only run while James's SMTP, IMAP and JMAP "
             f"services are stopped: confirm with --i-know-what-i-am-doing {CONFIRMATION}"
@@ -34,14 +53,10 @@ def confirm(options: RunOptions) -> None:
 def repair_for(options: RunOptions, generation: str, keyspace_tables: frozenset[str] = frozenset()) -> Repair:
     """The Repair of `options.target` for a James generation (NotApplicable when the generation has no such
     table, OperatorError for an unknown target)."""
+    own = target_options(options)
     if options.target == MAILBOXES:
-        return MailboxRepair(generation, merge=options.merge, orphan_paths=options.orphan_paths)
-    spec = projection_spec(
-        options.target,
-        generation,
-        keyspace_tables=keyspace_tables,
-        remove_unused_flags=options.remove_unused_flags,
-    )
+        return MailboxRepair(generation, own)
+    spec = projection_spec(options.target, generation, keyspace_tables=keyspace_tables, target_options=own)
     return ProjectionRepair(spec, generation)
 
 

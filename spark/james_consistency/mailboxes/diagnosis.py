@@ -10,11 +10,16 @@ Output: one finding per inconsistency, with a `kind`:
     orphan-mailbox             a mailbox row whose id no path registers (its own path is free)
     orphan-path                a path registration whose id has no mailbox row (the id has no other path)
     one-id-two-paths           a mailbox id registered under two paths or more (a rename half-applied)
-    two-ids-one-path           two mailbox rows or more claiming one path (conflict: never guessed)
-    path-points-to-another-id  a mailbox row whose path is registered to another id (conflict: reported)
+    two-ids-one-path           two mailbox rows or more claiming one path (conflict: merged only when asked)
+    path-points-to-another-id  a mailbox row whose path is registered to another id, its own id registered nowhere
+                               (a ghost: reported)
     mailbox-path-outdated      a mailbox row whose id is registered under one other path while its own is free
     mailbox-registered-elsewhere  a mailbox row whose path is registered to another id while its own id is
-                               registered under one other path that no mailbox row claims (realigned onto it)
+                               registered under one other path (realigned onto it)
+
+The path table is the truth, as in James 3.9.x and master: every kind but the two conflicts has one right answer
+(see `policy`). A conflict is left only where James leaves one: a ghost row squatting a path another id owns, its own
+id registered nowhere (alone, or beside the owner's row: two ids on one path, which a merge resolves).
 
 Each mailbox row and path row is judged once: a path claimed twice is reported as two-ids-one-path only, an id
 registered twice as one-id-two-paths only. Findings carry what the policy and the approver need: the registered id
@@ -127,24 +132,18 @@ def claims(mailboxes: DataFrame) -> DataFrame:
 
 
 def registered_elsewhere(mailboxes: DataFrame, at_path: DataFrame, registered: DataFrame) -> DataFrame:
-    """Mailbox rows whose path is registered to another id while their own id is registered under exactly one
-    other path that no mailbox row claims: the row is stale and is realigned onto that registration, as James
-    master's same-mailbox resolution does (`realignStaleProjection`), without any merge.
+    """Mailbox rows whose path is registered to another id while their own id is registered under exactly one other
+    path: the row is stale and is realigned onto that registration, as James master's same-mailbox resolution does
+    (`realignStaleProjection`), without any merge.
 
-    Two ids swapped between two paths (row a at A, row b at B, A -> b, B -> a) are NOT this kind although each row
-    alone looks alike: there the path each row would move to is claimed by the other row, so neither table can be
-    preferred (ADR-0020) and the pair stays reported as path-points-to-another-id. Here the registration the row
-    moves to is claimed by nobody: moving it changes no other mailbox and leaves both paths consistent."""
-    target_claims = mailboxes.groupBy(*(F.col(part).alias(f"target_{part}") for part in PATH)).agg(
-        F.count(F.lit(1)).alias("targetClaims")
-    )
+    As in James, whether another row claims that registration does not matter: two ids swapped between two paths
+    (row a at A, row b at B, A -> b, B -> a) are both realigned, each onto its registration; a row claiming the
+    registration whose own id is registered nowhere is left with the realigned row on one path, two ids on one path
+    for the next pass (a ghost, merged with `merge`)."""
     return (
         mailboxes.join(at_path, list(PATH))
         .where(F.col("registeredId") != F.col("mailboxId"))
         .join(registered.where(F.col("registrations") == 1), "mailboxId")
-        .select("*", *(F.col("paths")[0][part].alias(f"target_{part}") for part in PATH))
-        .join(target_claims, [f"target_{part}" for part in PATH], "left")
-        .where(F.col("targetClaims").isNull())
         .select(
             F.lit(MAILBOX_REGISTERED_ELSEWHERE).alias("kind"),
             "mailboxId",

@@ -8,8 +8,15 @@
                 would take, re-checked at SERIAL without writing
     candidates  the findings a pass acts on (the fixable kinds, and two ids on one path when merging)
     policy      `policy.MailboxPolicy`: one action per finding, re-read at SERIAL, written with LWT
-    passes      scan -> act again while a pass fixes something, up to the run's max_passes
+    passes      scan -> act again while a pass fixes something, at most `max_passes` times (James's maxIterations)
     verify      diagnosed again; the `mailbox_repaired` gate fails when anything but a reported conflict is left
+
+James's service detects everything, then fixes one inconsistency at a time, each after a re-read, and repeats while
+a pass fixed something. Here a pass detects on one full scan of both tables (a pure diagnosis that judges each row
+and each registration once), then acts on every finding in the executors, each action re-reading what it changes at
+SERIAL and writing with lightweight transactions conditioned on that read: two actions touching the same row are
+ordered by those conditions, and the loser of such a race finds the state changed and leaves it to the next pass.
+The passes stop after one that fixed nothing, as James's do.
 
 A repair needs the typed confirmation ALL-SERVICES-ARE-OFFLINE (as James's webadmin header): it must only run while
 James's SMTP, IMAP and JMAP services are stopped.
@@ -19,7 +26,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -29,11 +36,12 @@ from james_consistency.engine import reports
 from james_consistency.engine.run import Run, Scan, gate, reconcile
 from james_consistency.engine.spec import Repair
 from james_consistency.engine.tables import read_table
-from james_consistency.errors import OperatorError
 from james_consistency.mailboxes import CONFIRMATION
 from james_consistency.mailboxes import diagnosis as d
 from james_consistency.mailboxes import policy as p
 from james_consistency.mailboxes import report as r
+from james_consistency.mailboxes.options import MailboxOptions
+from james_consistency.mailboxes.store import PolicyOptions
 from james_consistency.report.run_report import COMPLETED, PARTIAL
 
 log = logging.getLogger("james_consistency.mailboxes")
@@ -51,8 +59,7 @@ def path_table(generation: str) -> str:
 @dataclass
 class MailboxRepair(Repair):
     generation: str
-    merge: bool = False
-    orphan_paths: str = p.RECREATE_WHEN_REFERENCED
+    options: MailboxOptions = field(default_factory=MailboxOptions)
 
     name = "mailboxes"
     report_type = "solve-mailbox-inconsistencies"
@@ -61,10 +68,19 @@ class MailboxRepair(Repair):
     confirmation = CONFIRMATION
 
     def __post_init__(self):
-        if self.orphan_paths not in p.ORPHAN_PATH_POLICIES:
-            raise OperatorError(
-                f"unknown orphan-path policy '{self.orphan_paths}': {', '.join(p.ORPHAN_PATH_POLICIES)}"
-            )
+        self.options.validate()
+
+    @property
+    def max_passes(self) -> int:
+        return self.options.max_passes
+
+    @property
+    def typed_confirmation(self) -> str | None:
+        return self.options.confirmation
+
+    @property
+    def merge(self) -> bool:
+        return self.options.merge
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -74,11 +90,14 @@ class MailboxRepair(Repair):
         return {
             "mailboxTable": "mailbox",
             "mailboxPathTable": path_table(self.generation),
+            # James's names (maxIterations, autoMerge) beside ours.
             "runningOptions": {
-                "maxPasses": run.options.max_passes,
+                "maxIterations": self.options.max_passes,
+                "autoMerge": self.merge,
+                "maxPasses": self.options.max_passes,
                 "merge": self.merge,
-                "orphanPaths": self.orphan_paths,
-                "readConsistency": p.PolicyOptions.read_consistency,
+                "orphanPaths": self.options.orphan_paths,
+                "readConsistency": PolicyOptions.read_consistency,
             },
             "processedMailboxEntries": 0,
             "processedMailboxPathEntries": 0,
@@ -159,11 +178,11 @@ class MailboxRepair(Repair):
 
     def policy(self, run: Run) -> p.MailboxPolicy:
         return p.MailboxPolicy(
-            p.PolicyOptions(
+            PolicyOptions(
                 settings=run.settings,
                 keyspace=run.keyspace,
                 generation=self.generation,
-                orphan_paths=self.orphan_paths,
+                orphan_paths=self.options.orphan_paths,
                 merge=self.merge,
             )
         )

@@ -1,10 +1,15 @@
 """The mailbox report, with the fields of James's SolveMailboxInconsistencies task (`processedMailboxEntries`,
-`processedMailboxPathEntries`, `fixedInconsistencies`, `conflictingEntries`, `errors`) and what an approver needs:
-counts per kind, orphan paths with their message references, conflicts with the merge to perform, a sample."""
+`processedMailboxPathEntries`, `fixedInconsistencies`, `conflictingEntries`, `errors`, `runningOptions` with
+`maxIterations` and `autoMerge`) and what an approver needs: counts per kind, the orphan-path policy, orphan paths
+with their message references, conflicts with the merge to perform, a sample.
+
+`errors` stays what every report of this project has, a list (here: the ids of the mailboxes whose action failed),
+where James's mailbox task has a count: that count is `failedCount`."""
 
 import json
 
 from james_consistency.mailboxes import diagnosis as d
+from james_consistency.mailboxes.options import DELETE, RECREATE, RECREATE_WHEN_REFERENCED
 from james_consistency.mailboxes.policy import merge_plan
 from james_consistency.report.run_report import RunReport
 
@@ -113,16 +118,33 @@ def describe(findings_sample: list[dict], counts: dict[str, int]) -> dict:
     }
 
 
-# What a repair does about each kind, as the approver reads it.
+# What a repair does about an orphan path under each policy (mailboxes.options), as the approver reads it.
+ORPHAN_PATH_ACTIONS = {
+    RECREATE: "re-create the mailbox row from the path (James 3.9.x)",
+    RECREATE_WHEN_REFERENCED: "re-create the mailbox row if messages reference it, else delete the path",
+    DELETE: "delete the path (James 3.9.0, ADR-0020)",
+}
+# What a repair does about each kind, as the approver reads it (an orphan path: under the default policy).
 PLANNED_ACTIONS = {
     d.ORPHAN_MAILBOX: "register its path (IF NOT EXISTS)",
-    d.ORPHAN_PATH: "re-create the mailbox row if messages reference it, else delete the path",
+    d.ORPHAN_PATH: ORPHAN_PATH_ACTIONS[RECREATE],
     d.ONE_ID_TWO_PATHS: "keep the latest written path, realign the mailbox row",
-    d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path",
+    d.MAILBOX_PATH_OUTDATED: "realign the mailbox row to its registered path (the path IMAP shows)",
     d.MAILBOX_REGISTERED_ELSEWHERE: "realign the mailbox row to its registered path (no merge)",
     d.TWO_IDS_ONE_PATH: "reported (merge only when asked)",
-    d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is",
+    d.PATH_POINTS_TO_ANOTHER_ID: "reported, left as it is (a ghost)",
 }
+
+
+def orphan_path_policy(report: RunReport) -> str:
+    """The orphan-path policy the run ran with (its report's runningOptions)."""
+    return (report.runningOptions or {}).get("orphanPaths") or RECREATE
+
+
+def planned_action(kind: str, report: RunReport) -> str:
+    if kind == d.ORPHAN_PATH:
+        return ORPHAN_PATH_ACTIONS.get(orphan_path_policy(report), PLANNED_ACTIONS[kind])
+    return PLANNED_ACTIONS[kind]
 
 
 def approval_summary(report: RunReport, sample_size: int = 10) -> str:
@@ -136,14 +158,14 @@ def approval_summary(report: RunReport, sample_size: int = 10) -> str:
         "|---|---:|---|",
     ]
     for kind, count in report.inconsistencies.items():
-        lines.append(f"| {kind} | {count} | {PLANNED_ACTIONS[kind]} |")
+        lines.append(f"| {kind} | {count} | {planned_action(kind, report)} |")
     if report.plannedActions:
         planned = ", ".join(f"{action} {count}" for action, count in report.plannedActions.items())
         lines += ["", f"**Planned actions** (re-checked at SERIAL now): {planned}"]
     lines += _conflict_lines(report, sample_size)
     orphans = report.orphanPaths or []
     if orphans:
-        lines += ["", "**Orphan paths**:"]
+        lines += ["", f"**Orphan paths** (policy `{orphan_path_policy(report)}`):"]
         for item in orphans[:sample_size]:
             refs = f"{item['messages']} messages reference it" if item["referencedByMessages"] else "no message"
             lines.append(f"- `{item['mailboxPath']}` -> `{item['mailboxId']}`: {refs}")

@@ -69,10 +69,16 @@ def read_summary(spark, run_dir: str) -> dict:
 
 
 def undo_run(
-    spark, settings, run_dir: str, apply: bool = False, confirmation: str | None = None, sample_size: int = 100
+    spark,
+    settings,
+    run_dir: str,
+    apply: bool = False,
+    confirmation: str | None = None,
+    sample_size: int = 100,
+    progress_file: str | None = None,
 ) -> dict:
     """The undo of the repair whose work folder is `run_dir`: a dry run, or applied; its report. Its own work goes to
-    `<run_dir>/undo/<its run id>`."""
+    `<run_dir>/undo/<its run id>`; its progress to `progress_file` (report.progress) while it runs."""
     run_dir = run_dir.rstrip("/")
     summary = read_summary(spark, run_dir)
     options = RunOptions(
@@ -80,10 +86,10 @@ def undo_run(
         keyspace=summary["keyspace"],
         mode="repair" if apply else "check",
         run_dir=f"{run_dir}/undo/{new_run_id()}",
-        confirmation=confirmation,
         sample_size=sample_size,
+        progress_file=progress_file,
     )
-    return execute(spark, settings, options, UndoRepair(run_dir, summary))
+    return execute(spark, settings, options, UndoRepair(run_dir, summary, typed_confirmation=confirmation))
 
 
 @dataclass
@@ -92,6 +98,7 @@ class UndoRepair(Repair):
 
     run_dir: str
     summary: dict
+    typed_confirmation: str | None = None
 
     name = UNDO_TARGET
     report_type = "undo-repair"
