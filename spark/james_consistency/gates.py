@@ -31,6 +31,8 @@ class GateResult:
     failed_expectations: list[dict] = field(default_factory=list)
     results_dir: str = ""
     data_docs: str = ""
+    # This validation's own Data Docs page ("" when unknown): the site's index lists every kept validation.
+    data_docs_page: str = ""
     # Rows behind a failure, when the gate judged figures measured on a table (e.g. the truth's health).
     sample_rows: list[dict] = field(default_factory=list)
     # The run that judged these figures, when this verdict is repeated by a run reusing its scan ("": this run's).
@@ -178,14 +180,23 @@ def validate(frame, suite_name: str, parameters: dict | None = None, asset: str 
             forget_gate_objects()
             result = gate_checkpoint(suite_name, asset or suite_name, engine).run(**arguments)
     root = gx_root() / "gx" / "uncommitted"
+    site = root / "data_docs" / "local_site"
     return GateResult(
         name=suite_name,
         success=bool(result.success),
         evaluated=evaluated(result),
         failed_expectations=failures(result),
         results_dir=str(root / "validations" / suite_name),
-        data_docs=str(root / "data_docs" / "local_site" / "index.html"),
+        data_docs=str(site / "index.html"),
+        data_docs_page=str(site / "validations" / validation_page(result)),
     )
+
+
+def validation_page(result) -> str:
+    """Where the site keeps the page of the checkpoint's validation, relative to its `validations/` folder: the
+    validation result's identifier (suite, run name, run time, batch), as GX's Data Docs store lays it out."""
+    identifier = next(iter(result.run_results))
+    return "/".join(identifier.to_tuple()) + ".html"
 
 
 # ---- the named GX objects, created once per process and GX root -----------------------------------------------------

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+from support.browser import browser  # noqa: F401 - the fixture of the UI stories
 
 
 @pytest.fixture

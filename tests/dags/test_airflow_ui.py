@@ -6,112 +6,21 @@ it there (nothing is written).
 Screenshots go to the test's temporary folder (their paths are printed)."""
 
 import json
-import shutil
-import time
 from urllib.parse import quote
 
 import pytest
 from james_consistency.cassandra.schema import create_schema
 from james_consistency_kit.local_airflow import airflow_standalone
+from support.browser import wait_for
 from support.mailboxes import break_every_mailbox_kind, mailbox_rows, paths
 from support.messages import platform, projection
 
 pytestmark = pytest.mark.end_to_end
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 ADMIN, ADMIN_PASSWORD = "admin", "ui-test-admin"
 APPROVER, APPROVER_PASSWORD = "approver", "ui-test-approver"
 MESSAGES_DAG, MAILBOX_DAG = "message_consistency", "mailbox_offline_repair"
 TRIGGER_DIALOG = "//*[@role='dialog'][contains(., 'Trigger Dag - ')]"
-
-
-def wait_for(what: str, probe, seconds: float = 600, every: float = 2):
-    deadline = time.time() + seconds
-    while not (found := probe()):
-        if time.time() > deadline:
-            raise TimeoutError(f"waited {seconds:.0f}s for {what}")
-        time.sleep(every)
-    return found
-
-
-class Browser:
-    """A headless Chromium session on the Airflow UI."""
-
-    def __init__(self, base: str, screenshots):
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
-        if not (CHROMIUM and CHROMEDRIVER):
-            pytest.fail(
-                "Debian's chromium and chromium-driver are missing: sudo apt-get install chromium chromium-driver"
-            )
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1100"):
-            options.add_argument(argument)
-        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        self.driver.implicitly_wait(30)
-        self.base, self.screenshots = base, screenshots
-
-    def element(self, css: str):
-        from selenium.webdriver.common.by import By
-
-        return self.driver.find_element(By.CSS_SELECTOR, css)
-
-    def button(self, text: str):
-        from selenium.webdriver.common.by import By
-
-        return self.driver.find_element(By.XPATH, f"//button[normalize-space()='{text}']")
-
-    def log_in(self, user: str, password: str) -> None:
-        self.driver.delete_all_cookies()
-        self.driver.get(self.base + "/auth/login")
-        self.element("input[name=username]").send_keys(user)
-        self.element("input[name=password]").send_keys(password)
-        self.button("Sign in").click()
-        wait_for("the login", lambda: "/auth/login" not in self.driver.current_url, seconds=60)
-
-    def text(self) -> str:
-        return self.driver.find_element("tag name", "body").text
-
-    def click(self, xpath: str, seconds: float = 30) -> None:
-        """Find and click, again when React re-rendered the element in between (a list refreshing its data)."""
-        from selenium.common.exceptions import StaleElementReferenceException
-
-        deadline = time.time() + seconds
-        while True:
-            try:
-                element = self.driver.find_element("xpath", xpath)
-                self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-                element.click()
-                return
-            except StaleElementReferenceException:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.5)
-
-    def shot(self, name: str) -> str:
-        path = self.screenshots / f"{name}.png"
-        self.driver.save_screenshot(str(path))
-        print(f"screenshot: {path}")
-        return str(path)
-
-    def quit(self) -> None:
-        self.driver.quit()
-
-
-@pytest.fixture
-def browser(tmp_path):
-    session = None
-
-    def open_on(base: str) -> Browser:
-        nonlocal session
-        session = Browser(base, tmp_path)
-        return session
-
-    yield open_on
-    if session:
-        session.quit()
 
 
 def test_an_operator_triggers_a_dry_run_and_the_approver_sees_the_mailbox_diagnosis(

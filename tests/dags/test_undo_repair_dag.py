@@ -1,16 +1,28 @@
 """undo_repair through dag.test() on the real node, Spark and Airflow: a night's message_consistency repair taken
 back behind the approval (answered through a real api-server, as in the UI), and a work folder that is no undoable
-run's refused before anything runs. The DAG's shape is checked on the parsed DAG."""
+run's refused before anything runs. The DAG's shape is checked on the parsed DAG.
 
+The night is watched and read in the Consistency view of that api-server, in Chromium: its progress moving while it
+runs, then its figures, its gates and their Data Docs, its undo button. The view's screenshot goes to the test's
+folder, and to docs/consistency-view.png with JAMES_DOCS_SCREENSHOTS=1."""
+
+import os
+import shutil
+import threading
 import time
+from urllib.parse import quote
 
 import pytest
 from james_consistency.cassandra.schema import create_schema
+from james_consistency.runtime.paths import PROJECT_ROOT
+from james_consistency_kit.local_airflow import Api
 from support.approvals import Approver, api_server
+from support.browser import wait_for
 from support.dag_runs import report_summary, task_states
 from support.messages import break_every_kind, platform, projection, truth, write_times
 
 DAG_ID = "undo_repair"
+STEPS = ("check", "repair", "verify")
 APPROVER, APPROVER_PASSWORD = "anna", "anna-approves"
 
 
@@ -18,6 +30,41 @@ APPROVER, APPROVER_PASSWORD = "anna", "anna-approves"
 def api(tmp_path_factory):
     with api_server(tmp_path_factory.mktemp("api"), {APPROVER: (APPROVER_PASSWORD, "op")}) as client:
         yield client
+
+
+class NightWatcher(threading.Thread):
+    """Watches the running jobs of a keyspace in the Consistency view: through the JSON its page polls (`ranges`: the
+    ranges done each job published, by task) and on the page itself, open in Chromium (`shown`: each text of its
+    "Running now" part naming the keyspace)."""
+
+    def __init__(self, api: Api, token: str, keyspace: str, ui):
+        super().__init__(daemon=True)
+        self.api, self.token, self.keyspace, self.ui = api, token, keyspace, ui
+        self.ranges: dict[str, list[tuple[int, int]]] = {}
+        self.shown: list[str] = []
+        self.stopped = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            while not self.stopped.is_set():
+                _, running = self.api.call("GET", "/james/progress.json", token=self.token)
+                for job in running["jobs"]:
+                    if job["keyspace"] == self.keyspace and job["ranges"]:
+                        seen = self.ranges.setdefault(job["task"], [])
+                        figures = (job["ranges"]["done"], job["ranges"]["total"])
+                        if figures not in seen:
+                            seen.append(figures)
+                text = self.ui.element("#running").text
+                if self.keyspace in text and text not in self.shown:
+                    self.shown.append(text)
+                time.sleep(0.3)
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+
+    def stop(self):
+        self.stopped.set()
+        self.join(timeout=60)
 
 
 @pytest.fixture
@@ -69,21 +116,72 @@ def test_a_folder_that_is_no_undoable_run_is_refused_before_anything_runs(
 
 @pytest.mark.end_to_end
 def test_a_night_repair_undone_from_airflow_leaves_messageidtable_as_before(
-    dagbag, undo_dag, api, cql, new_keyspace, airflow_against_test_node
+    dagbag, undo_dag, api, cql, new_keyspace, airflow_against_test_node, browser, monkeypatch, tmp_path
 ):
     from james_airflow.runs import read_report
+    from selenium.webdriver.common.by import By
 
     keyspace = new_keyspace("undodag")
     create_schema(cql, keyspace, "3.9")
     found = break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
     broken = projection(cql, keyspace)
-    night = dagbag.get_dag("message_consistency").test(
-        run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
-    )
+    # The Consistency view open in a browser while the night runs; its scan in 2 x 32 ranges, long enough to watch.
+    monkeypatch.setenv("JAMES_TOKEN_RANGES", "32")
+    ui = browser(api.base)
+    ui.log_in(APPROVER, APPROVER_PASSWORD)
+    ui.driver.get(f"{api.base}/plugin/james-consistency")
+    ui.frame("Consistency")
+    watcher = NightWatcher(api, Api(api.base).login(APPROVER, APPROVER_PASSWORD), keyspace, ui)
+    watcher.start()
+    try:
+        night = dagbag.get_dag("message_consistency").test(
+            run_conf={"keyspace": keyspace, "recheck_delay_seconds": 0, "max_destructive_share": 0.5}
+        )
+    finally:
+        watcher.stop()
     assert str(night.state) == "success" and projection(cql, keyspace) == truth(cql, keyspace) != broken
-    repair = read_report("message_consistency", night.run_id, "repair")
+    check, repair, verify = (read_report("message_consistency", night.run_id, step) for step in STEPS)
     fixed = sum(found.values())
     assert repair.beforeImages.records == fixed
+
+    # The night's progress moved while it ran: through the JSON the page polls, and on the page.
+    assert watcher.error is None, watcher.error
+    scanned = watcher.ranges["check"]
+    assert len(scanned) >= 2 and scanned == sorted(scanned) and scanned[-1][1] == check.ranges.total == 64, scanned
+    assert any(0 < done < total for done, total in scanned), scanned
+    assert len([text for text in watcher.shown if "ranges" in text]) >= 2, watcher.shown
+    # The Consistency page, as the night's reports say: found per kind, fixed, remaining; its undo button.
+    ui.driver.get(f"{api.base}/plugin/james-consistency")
+    ui.frame("Consistency")
+    article = ui.element(f"article[data-keyspace='{keyspace}'][data-target='messages']")
+    shown = {cell.get_attribute("data-figure"): cell.text for cell in article.find_elements(By.CSS_SELECTOR, "td")}
+    assert shown["found"] == str(check.found) and shown["status"] == "COMPLETED (64/64 ranges)"
+    assert {kind: shown[f"found-{kind}"] for kind in check.inconsistencies} == {
+        kind: str(count) for kind, count in check.inconsistencies.items()
+    }
+    assert shown["fixed"] == str(sum(repair.fixed_counts().values())) == str(fixed)
+    assert shown["remaining"] == str(verify.remainingInconsistencies) == "0"
+    assert ui.element(f"[data-undo-run-dir='{repair.workDir}'] button.undo-ask").is_displayed()
+    ui.click(f"//article[@data-keyspace='{keyspace}']//h3/a")  # this keyspace only
+    wait_for("the keyspace's page", lambda: "only: every keyspace" in ui.text(), 30)
+    ui.driver.switch_to.default_content()
+    screenshot = ui.shot("consistency-view")
+    if os.environ.get("JAMES_DOCS_SCREENSHOTS") == "1":
+        shutil.copy(screenshot, PROJECT_ROOT / "docs" / "consistency-view.png")
+    # The run's tab: every gate of its three steps, each gate's Data Docs page one click away.
+    ui.driver.get(
+        f"{api.base}/dags/message_consistency/runs/{quote(night.run_id, safe='')}/plugin/james-consistency-run"
+    )
+    ui.frame("Consistency report")
+    gates = [row.get_attribute("data-gate") for row in ui.driver.find_elements(By.CSS_SELECTOR, "tr.gate")]
+    assert gates == [gate.name for step in (check, repair, verify) for gate in step.gates], gates
+    ui.shot("consistency-report-tab")
+    ui.click("(//a[@class='data-docs'])[1]")
+    wait_for(
+        "the gate's Data Docs page", lambda: "Expectation Validation Result" in ui.text() and gates[0] in ui.text(), 60
+    )
+    # Nobody logged in: refused.
+    assert Api(api.base).call("GET", "/james/") == (401, {"detail": "Not authenticated"})
     approves = (APPROVER, APPROVER_PASSWORD, {"chosen_options": ["Approve"]})
     approver = Approver(api, DAG_ID, repair.workDir, (APPROVER, APPROVER_PASSWORD), [approves])
     approver.start()

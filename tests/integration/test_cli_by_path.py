@@ -54,6 +54,9 @@ def test_check_by_path_with_a_minimal_environment(cassandra_settings, new_keyspa
     assert report["processedMessageIdEntries"] == 20 - broken["count"]
     assert report["inconsistencies"] == {"missing": broken["count"], "outdated": 0, "orphan": 0}
     assert f"found missing {broken['count']}, outdated 0, orphan 0" in result.stdout
+    # Not a terminal: the job's progress in plain lines, before its summary; its report is the same.
+    assert f"messages check on {keyspace}: scan (1/5)" in result.stdout.split("report:")[0]
+    assert (tmp_path / "report.progress.json").is_file() and "\r" not in result.stdout
 
 
 def test_missing_java_is_named_in_one_line(cql, cassandra_settings, new_keyspace, tmp_path):

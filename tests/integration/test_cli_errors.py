@@ -122,8 +122,9 @@ def test_a_run_that_fails_says_why_in_one_line_and_names_its_report_and_log_not_
     report = tmp_path / "messages-repair.json"
 
     result = run_cli(
-        "repair", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port), "--report", str(report)
-    )
+        "repair", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port), "--report", str(report),
+        "--quiet",
+    )  # fmt: skip
 
     terminal = result.stdout + result.stderr
     assert result.returncode == 3, terminal  # rows could not be repaired: listed in the report, a re-run converges

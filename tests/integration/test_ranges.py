@@ -5,6 +5,10 @@ outdated rows whose truth and projection partitions were both scanned), deletes 
 ranges journalled; the next run of the same target and keyspace scans only the others and repairs everything.
 """
 
+import json
+import os
+import re
+import subprocess
 import time
 import uuid
 from datetime import datetime, timedelta
@@ -26,6 +30,7 @@ from james_consistency.engine.tables import read_table
 from james_consistency.errors import OperatorError
 from james_consistency.jobs.targets import run_target
 from james_consistency.projections.messages import message_projection
+from james_consistency.report.progress import read_progress
 from support.james_platform import james_platform
 from support.messages import break_every_kind, insert, message, platform, projection, timeuuid, truth
 
@@ -75,13 +80,14 @@ def test_a_ranged_repair_repairs_like_a_single_scan(cql, cassandra_settings, spa
     assert journal(cql, keyspace) == [], "a finished cycle leaves nothing in the journal"
 
 
-def test_a_stopped_run_is_resumed_by_the_next_one(cql, cassandra_settings, spark, new_keyspace):
+def test_a_stopped_run_is_resumed_by_the_next_one(cql, cassandra_settings, spark, new_keyspace, tmp_path):
     keyspace = new_keyspace("resumed")
     create_schema(cql, keyspace, "3.9")
     found = break_every_kind(cql, keyspace, "3.9", platform(cql, keyspace, "3.9"))
     projection_before = projection(cql, keyspace)
+    published = tmp_path / "stopped.progress.json"
 
-    stopped = run(spark, cassandra_settings, keyspace, ranges=8, max_ranges=6)
+    stopped = run(spark, cassandra_settings, keyspace, ranges=8, max_ranges=6, progress_file=str(published))
 
     assert stopped["status"] == "WINDOW_ENDED"
     assert stopped["windowEnded"] == "window ended, 10 ranges left"
@@ -100,6 +106,14 @@ def test_a_stopped_run_is_resumed_by_the_next_one(cql, cassandra_settings, spark
         f"SELECT count(*) FROM {keyspace}.imapuidtable WHERE token(messageid) <= %s", (fourth_range_end,)
     ).one()[0]
     assert sum(row.rows for row in kept if row.table_name.startswith("imapuidtable")) == in_four_ranges
+    # What a watcher of the run saw last: the ranges done of the ring, the rows read, a rate; the run past its scan.
+    progress = read_progress(published)
+    assert (progress["runId"], progress["target"], progress["keyspace"]) == (stopped["runId"], "messages", keyspace)
+    assert progress["ranges"] == {"done": 6, "total": 16, "scannedByThisRun": 6}
+    assert progress["rowsScanned"] == sum(row.rows for row in kept) > 0
+    assert progress["rowsPerSecond"] > 0
+    assert progress["state"] == "running", "the job's process marks it ended, once the report is written"
+    assert progress["stage"] == "summarize"
 
     resumed = run(spark, cassandra_settings, keyspace)  # no option: the journal's unfinished scan goes on
 
@@ -155,31 +169,56 @@ def test_a_window_already_over_stops_before_any_range_and_fresh_starts_over(
 def test_the_command_line_exits_6_when_the_window_ends_and_0_when_resumed(
     cql, cassandra_settings, new_keyspace, tmp_path
 ):
-    import json
-    import os
-    import subprocess
-
     keyspace = new_keyspace("rangescli")
     create_schema(cql, keyspace, "3.9")
     platform(cql, keyspace, "3.9", mailboxes=1, per_mailbox=4)
 
-    def check(*options: str) -> tuple[int, dict]:
-        report = tmp_path / f"report-{len(options)}.json"
-        result = subprocess.run(
-            ["james-consistency", "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port)]
-            + ["--report", str(report), *options],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=os.environ,
-        )
-        assert result.returncode in (0, 6), result.stderr[-2000:]
-        return result.returncode, json.loads(report.read_text())
+    command = ["james-consistency", "check", "messages", "--keyspace", keyspace, "--port", str(cassandra_settings.port)]
 
-    code, stopped = check("--ranges", "4", "--max-ranges", "3")
+    def check(*options: str, terminal: bool = False) -> tuple[int, dict, str]:
+        report = tmp_path / f"report-{len(options)}.json"
+        arguments = [*command, "--report", str(report), *options]
+        code, output = in_a_terminal(arguments) if terminal else piped(arguments)
+        assert code in (0, 6), output[-2000:]
+        return code, json.loads(report.read_text()), output
+
+    code, stopped, on_terminal = check("--ranges", "4", "--max-ranges", "3", terminal=True)
     assert code == 6 and stopped["windowEnded"] == "window ended, 5 ranges left"
-    code, resumed = check()
+    # On a terminal, a progress bar while it ran: Spark starting, then the ranges once the scan published them.
+    assert "\rstarting Spark   0%|" in on_terminal
+    assert re.search(r"messages check: \w+ \(\d/5\)\s+\d+%\|.*\| \d/8 ranges", on_terminal), on_terminal[-2000:]
+    code, resumed, quiet = check("--quiet")
     assert code == 0 and resumed["ranges"]["resumed"] is True and resumed["ranges"]["scannedByThisRun"] == 5
+    assert quiet.splitlines()[0].startswith("messages check on"), "--quiet: the summary only"
+
+
+def piped(arguments: list[str]) -> tuple[int, str]:
+    result = subprocess.run(arguments, capture_output=True, text=True, timeout=300, env=os.environ)
+    return result.returncode, result.stdout + result.stderr
+
+
+def in_a_terminal(arguments: list[str]) -> tuple[int, str]:
+    """The command run with a pseudo-terminal (24 x 120) as its standard output; what it wrote there."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    process = subprocess.Popen(arguments, stdout=terminal, stderr=subprocess.STDOUT, env=os.environ)
+    os.close(terminal)
+    written = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(controller)
+    return process.wait(timeout=300), written.decode(errors="replace")
 
 
 def test_a_window_that_ends_part_way_fixes_what_its_finished_ranges_decide(

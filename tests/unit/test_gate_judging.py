@@ -2,6 +2,8 @@
 measured (validate_figures) or on a Spark DataFrame, without Cassandra: the expectation that failed, on which column,
 what was observed."""
 
+from pathlib import Path
+
 import pytest
 from james_consistency import gates
 from james_consistency.projections import CHECKS, TARGETS, projection_spec
@@ -77,6 +79,10 @@ def test_results_and_data_docs_are_kept_under_the_gx_root(gx_root):
     assert result.results_dir == str(gx_root / "gx" / "uncommitted" / "validations" / "messages_truth_health")
     assert result.data_docs == str(gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html")
     assert (gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html").is_file()
+    # The page of this very validation, which the site's index lists among the others.
+    page = Path(result.data_docs_page)
+    assert page.is_file() and page.parent.parent.parent.name == "messages_truth_health"
+    assert "messages_truth_health" in page.read_text()
 
 
 def test_a_later_gate_writes_its_data_docs_page_without_compiling_a_template_again(gx_root, monkeypatch):

@@ -17,12 +17,14 @@ Its `undo` says whether the run can still be taken back (`james-consistency undo
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
-from james_consistency.report.run_report import UNDO_TARGET, Mode, RunReport, Status, read_report
+from james_consistency.report.progress import is_progress_file
+from james_consistency.report.run_report import SCHEMA_VERSION, UNDO_TARGET, Mode, RunReport, Status, parse_report
 from james_consistency.settings import setting
 
 
@@ -99,14 +101,42 @@ def _moment(text: str | None) -> datetime | None:
 
 
 def read_reports(folder: Path) -> tuple[list[tuple[Path, RunReport]], int]:
-    """Every run report below `folder`, of any schema version (and how many JSON files were not one)."""
-    reports, skipped = [], 0
+    """Every run report below `folder` of a schema version this package reads (and how many JSON files were not
+    one)."""
+    reports, problems = reports_and_problems(folder)
+    return reports, len(problems)
+
+
+def reports_and_problems(folder: Path) -> tuple[list[tuple[Path, RunReport]], list[tuple[Path, str]]]:
+    """Every run report below `folder` of a schema version this package reads; and each other JSON file with why it
+    was left out (unreadable, no run report, a newer schema version). The jobs' progress files are not reports."""
+    reports, problems = [], []
     for path in sorted(folder.rglob("*.json")):
-        try:
-            reports.append((path, read_report(path)))
-        except (OSError, ValueError):
-            skipped += 1
-    return reports, skipped
+        if is_progress_file(path):
+            continue
+        report, problem = report_or_problem(path)
+        if report is not None:
+            reports.append((path, report))
+        else:
+            problems.append((path, problem))
+    return reports, problems
+
+
+def report_or_problem(path: Path) -> tuple[RunReport | None, str | None]:
+    """The run report in `path`, or why there is none this package can read."""
+    try:
+        document = json.loads(path.read_text())
+    except OSError as error:
+        return None, f"unreadable: {error.strerror or error}"
+    except ValueError as error:
+        return None, f"not JSON: {error}"
+    version = document.get("schemaVersion", 0) if isinstance(document, dict) else 0
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return None, f"schemaVersion {version}: this version reads 0 to {SCHEMA_VERSION}"
+    try:
+        return parse_report(document, source="the file"), None
+    except ValueError as error:
+        return None, str(error)
 
 
 def _run_label(folder: Path, path: Path) -> str:
@@ -216,6 +246,18 @@ def collect(
 ) -> tuple[list[RunEntry], int]:
     """The runs found in `folder`, oldest first per projection, filtered; and the count of skipped files."""
     reports, skipped = read_reports(folder)
+    entries = [
+        entry
+        for entry in run_entries(folder, reports)
+        if not (target and entry.target != target)
+        and not (keyspace and entry.keyspace != keyspace.lower())
+        and not (since and entry.when < since)
+    ]
+    return sorted(entries, key=lambda e: (e.target, e.when, e.run)), skipped
+
+
+def run_entries(folder: Path, reports: list[tuple[Path, RunReport]]) -> list[RunEntry]:
+    """One entry per run of a projection among `reports` (read below `folder`), in no particular order."""
     undone, now = undone_run_ids(reports), datetime.now(UTC)
     groups: dict[tuple[str, str], list[tuple[Path, RunReport]]] = {}
     for path, report in reports:
@@ -223,17 +265,7 @@ def collect(
         # A DAG run folder holds every step of the run; a command-line report is a run of its own.
         key = (str(path.parent) if run != "cli" else str(path), report.target)
         groups.setdefault(key, []).append((path, report))
-    entries = []
-    for (_, name), members in groups.items():
-        entry = _entry(_run_label(folder, members[0][0]), members, undone, now)
-        if target and name != target:
-            continue
-        if keyspace and entry.keyspace != keyspace.lower():
-            continue
-        if since and entry.when < since:
-            continue
-        entries.append(entry)
-    return sorted(entries, key=lambda e: (e.target, e.when, e.run)), skipped
+    return [_entry(_run_label(folder, members[0][0]), members, undone, now) for members in groups.values()]
 
 
 def still_undoable(entries: list[RunEntry]) -> list[RunEntry]:
