@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job on the embedded default) and `make test` (the suite).
 # Both do all the set-up first (scripts/setup.sh is idempotent and fast when everything is in place).
 SHELL := /bin/bash
-.PHONY: setup run demo test test-end-to-end lint format bench ui traffic cluster-test wheel
+.PHONY: setup run demo test test-end-to-end lint format bench bench-impact ui traffic cluster-test wheel
 
 setup:
 	@scripts/setup.sh
@@ -32,6 +32,11 @@ ui: setup
 
 bench: setup
 	@. scripts/env.sh && james-consistency cassandra start && james-consistency bench messages --messages 1000000 --inconsistency-rate 0.01
+
+# What a night costs James's users: a James-like client's latency without a night, during a default night, an
+# unthrottled one and nights at fixed scan limits (docs/benchmarks.md; about 20 minutes on 2 shared cores).
+bench-impact: setup
+	@. scripts/env.sh && james-consistency cassandra start && james-consistency bench impact --messages 100000
 
 # The repairs under live traffic (a James-like writer process; about 3-4 minutes on 2 shared cores).
 traffic: setup

@@ -17,6 +17,8 @@ from james_consistency.cli.main import (
 )
 from james_consistency.errors import OperatorError
 
+from james_consistency_kit.bench_commands import add_bench_command
+
 
 def _add_replication_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replication-factor", type=non_negative, default=1, help="replicas of a new keyspace")
@@ -98,64 +100,9 @@ def add_kit_commands(commands) -> None:
     ui.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1")
     ui.set_defaults(handler=_ui)
 
-    _add_bench_command(commands, TARGETS)
+    add_bench_command(commands, TARGETS)
 
     _add_james_command(commands)
-
-
-def _add_bench_command(commands, targets) -> None:
-    """`bench TARGET [options]` times a repair; `bench report [FILES]` writes docs/benchmarks.md from the results."""
-    bench = commands.add_parser(
-        "bench", help="benchmark a repair (bare scan, dry run, repair, James 3.8.1 itself), or write the bench page"
-    )
-    kinds = bench.add_subparsers(dest="bench_command", required=True)
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--messages", type=non_negative, default=1_000_000, help="messages to seed (reused if present)"
-    )
-    options.add_argument("--inconsistency-rate", type=rate, default=0.01, help="share of messages to break, 0..1")
-    options.add_argument("--reference-sample", type=non_negative, default=20_000, help="rows for the James reference")
-    options.add_argument(
-        "--james-sample",
-        type=non_negative,
-        default=20_000,
-        help="messages of the keyspace James's own task runs on when the benched one is larger (default 20000)",
-    )
-    options.add_argument("--random-seed", type=int, default=42)
-    options.add_argument(
-        "--replication-factor",
-        type=non_negative,
-        default=1,
-        help="replicas of the seeded keyspace (3 on `cassandra start --nodes 3`); its keyspaces are bench_james_rfN_*",
-    )
-    options.add_argument("--output", help="JSON figures (default: .local/bench/<target>-<N>.json)")
-    options.add_argument(
-        "--publish",
-        action="store_true",
-        help="also copy the figures into docs/benchmarks/ and rewrite docs/benchmarks.md (bench report)",
-    )
-    add_connection_options(options)
-    for target in targets:
-        kinds.add_parser(target, parents=[options], help=f"time the {target} repair").set_defaults(
-            handler=_bench, target=target
-        )
-    report = kinds.add_parser("report", help="write docs/benchmarks.md and its figure from the bench's JSON files")
-    report.add_argument("results", nargs="*", help="result files or folders of them (default: docs/benchmarks/)")
-    report.add_argument("--page", help="the page to write (default: docs/benchmarks.md; its figure beside it)")
-    report.set_defaults(handler=_bench_report)
-    model = kinds.add_parser(
-        "model",
-        help="a night on any cluster, modelled from the messages bench's figures (see kit/.../bench/model.py)",
-    )
-    model.add_argument("results", nargs="*", help="messages bench result files (default: the latest two sizes)")
-    model.add_argument("--messages", type=non_negative, default=100_000_000)
-    model.add_argument("--broken-share", type=rate, default=0.01)
-    model.add_argument("--executors", type=non_negative, default=40, help="Spark executor cores")
-    model.add_argument("--nodes", type=non_negative, default=6, help="Cassandra nodes")
-    model.add_argument("--cores-per-node", type=non_negative, default=8)
-    model.add_argument("--cassandra-share", type=rate, default=0.5, help="share of the nodes' cores the night may take")
-    model.add_argument("--window-minutes", type=float, default=60.0, help="the night's window")
-    model.set_defaults(handler=_bench_model)
 
 
 def _add_james_command(commands) -> None:
@@ -385,110 +332,6 @@ def _traffic(args) -> int:
     counts = run_writer(cassandra_settings(args), options)
     print(json.dumps({"log": args.log, **counts}))
     return 0
-
-
-def _bench(args) -> int:
-    import logging
-
-    from james_consistency.runtime.spark_env import local_session
-
-    from james_consistency_kit.bench import bench_messages, bench_projection, write_figures
-    from james_consistency_kit.bench.results import require_only_the_benched_nodes
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    for noisy in ("great_expectations", "py4j", "cassandra"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    settings = cassandra_settings(args)
-    require_only_the_benched_nodes(settings)
-    spark = local_session("james-consistency-bench", settings)
-    try:
-        if args.target == "messages":
-            figures = bench_messages(
-                spark,
-                settings,
-                messages=args.messages,
-                inconsistency_rate=args.inconsistency_rate,
-                reference_sample=args.reference_sample,
-                seed=args.random_seed,
-                james_sample=args.james_sample,
-                replication_factor=args.replication_factor,
-            )
-        else:
-            figures = bench_projection(
-                spark,
-                settings,
-                args.target,
-                messages=args.messages,
-                rate=args.inconsistency_rate,
-                seed=args.random_seed,
-                replication_factor=args.replication_factor,
-            )
-    finally:
-        spark.stop()
-    print(json.dumps(figures, indent=2))
-    written = write_figures(figures, args.output)
-    print(f"figures: {written}")
-    if args.publish:
-        from james_consistency_kit.bench.report import write_report
-        from james_consistency_kit.bench.results import publish
-
-        print(f"published: {publish(written)}")
-        _print_report(*write_report())
-    return 0
-
-
-def _bench_report(args) -> int:
-    from pathlib import Path
-
-    from james_consistency_kit.bench.report import PAGE, write_report
-
-    _print_report(*write_report([Path(path) for path in args.results], Path(args.page) if args.page else PAGE))
-    return 0
-
-
-def _bench_model(args) -> int:
-    """The model's constants, how it predicts each bench run it was made from and (fitted on the published files)
-    the runs on a ring and a Spark cluster, on the runs' own cores, and the night asked for on separate machines."""
-    from pathlib import Path
-
-    from james_consistency_kit.bench.model import against_the_bench, fitted, measured_runs, night, on_a_cluster
-    from james_consistency_kit.bench.results import PUBLISHED_DIR, load
-
-    files, _ = load([Path(path) for path in args.results] or [PUBLISHED_DIR])
-    measured = measured_runs(files)
-    if not measured:
-        raise OperatorError("no messages bench result to model from: run `james-consistency bench messages` first")
-    constants, runs = fitted(measured, given=bool(args.results))
-    checked = against_the_bench(constants, runs)
-    on_rings = [] if args.results else against_the_bench(constants, on_a_cluster(measured))
-    predicted = night(
-        constants,
-        args.messages,
-        args.broken_share,
-        args.executors,
-        args.nodes,
-        args.cores_per_node,
-        args.cassandra_share,
-        args.window_minutes,
-    )
-    print(
-        json.dumps(
-            {
-                "constants": {name: float(f"{value:.4g}") for name, value in vars(constants).items()},
-                "againstTheBench": checked,
-                **({"againstRunsOnARing": on_rings} if on_rings else {}),
-                "night": predicted,
-            },
-            indent=2,
-        )
-    )
-    return 0
-
-
-def _print_report(page, figure) -> None:
-    print(f"page: {page}")
-    if figure is not None:
-        print(f"figure: {figure}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ A share of the operations (`partial_share`) is a simulated partial failure: it s
 Every operation is logged as one JSON line: the truth rows written (with the wall-clock window of the write, in
 microseconds, to compare with WRITETIME) and the projection rows the operation wrote (or, for a partial failure,
 would have written), each row's intended final state (`null` = deleted). Counters and quotas are not written.
+`undone_writes` reads a log against the projection tables: the complete writes that a repair running meanwhile took
+back from the user (the live-traffic tests and the impact bench assert there are none).
 """
 
 import json
@@ -427,6 +429,11 @@ def _jsonable(entry):
     return plain(entry)
 
 
+def log_line(entry: dict) -> str:
+    """One operation of the log, as JSON."""
+    return json.dumps(_jsonable(entry))
+
+
 def run_writer(settings: CassandraSettings, options: TrafficOptions, stop=None) -> dict:
     """Write until `stop` (a multiprocessing Event) is set or `options.seconds` have passed; returns the counts.
     The log gets one JSON line per operation, flushed as it goes, and a last line `{"summary": counts}`."""
@@ -447,7 +454,7 @@ def run_writer(settings: CassandraSettings, options: TrafficOptions, stop=None) 
             while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
                 began = time.monotonic()
                 entry = writer.step()
-                log.write(json.dumps(_jsonable(entry)) + "\n")
+                log.write(log_line(entry) + "\n")
                 log.flush()
                 if options.ops_per_second > 0:
                     time.sleep(max(0.0, 1.0 / options.ops_per_second - (time.monotonic() - began)))
@@ -465,3 +472,60 @@ def read_log(path: str | Path) -> list[dict]:
         if "op" in entry:
             entries.append(entry)
     return entries
+
+
+# ---- what the log says was written, against the tables ---------------------------------------------------------
+
+# The projection tables the writer writes, by their key columns.
+KEY_COLUMNS = {
+    "messageidtable": ("mailboxid", "uid"),
+    "messagedeleted": ("mailboxid", "uid"),
+    "firstunseen": ("mailboxid", "uid"),
+    "mailboxrecents": ("mailboxid", "recent_mesage_uid"),
+    "applicableflag": ("mailboxid",),
+    "aclv2": ("id", "key"),
+    "usermailboxacl": ("username", "mailboxid"),
+}
+
+
+def key_of(table: str, key: dict) -> tuple:
+    return (table, *(str(key[column]) for column in KEY_COLUMNS[table]))
+
+
+def read_projections(session, keyspace: str) -> dict:
+    """(table, key...) -> the row as plain JSON values, for every projection table the writer writes."""
+    rows = {}
+    for table, columns in KEY_COLUMNS.items():
+        for row in session.execute(f"SELECT * FROM {keyspace}.{table}"):
+            values = {name: plain(value) for name, value in row._asdict().items()}
+            rows[(table, *(str(values[column]) for column in columns))] = values
+    return rows
+
+
+def undone_writes(log: list[dict], projections: dict) -> list[dict]:
+    """Projection rows whose last write by the writer (a complete operation) is not what the table holds now: what a
+    repair or an undo running meanwhile took from a user."""
+    last: dict = {}
+    undone = []
+    for entry in log:
+        for change in entry["projections"]:
+            key = key_of(change["table"], change["key"])
+            if change["table"] == "applicableflag":
+                # Add-only: every keyword a complete operation added must still be there.
+                held = set((projections.get(key) or {}).get("userflags") or ())
+                if not entry["partial"] and not set(change["row"]["userflags"]) <= held:
+                    undone.append({"key": key, "wrote": change["row"], "now": projections.get(key)})
+                continue
+            last[key] = (entry, change)
+    for key, (entry, change) in last.items():
+        if entry["partial"] or "error" in entry:
+            continue
+        now = projections.get(key)
+        wrote = change["row"]
+        if wrote is None:
+            ok = now is None
+        else:
+            ok = now is not None and all(now.get(column) == value for column, value in wrote.items())
+        if not ok:
+            undone.append({"key": key, "op": entry["op"], "wrote": wrote, "now": now})
+    return undone

@@ -14,9 +14,14 @@ Python process's resident set; and the machine's processor time each phase took,
 nodes' share (on a machine they share with Spark, a phase that keeps every core busy cannot get faster than the work
 it does: the figures say which work that is).
 
+`bench impact` measures what a night costs James's users instead: a James-like client's latency without a night and
+during nights of each kind (impact.py).
+
 Modules: keyspace (seeding and breaking the benched keyspace), measure (time, processor time, heap), jobs (the
 engine), messages (the phases of `bench messages`), projection (`bench <other target>`), james (James's own tasks),
-results (the JSON files and the run's record), report (`bench report`: docs/benchmarks.md from the JSON files).
+impact, client and latency (`bench impact`: its periods, its James-like client, its latency figures), results (the
+JSON files and the run's record), report (`bench report`: docs/benchmarks.md from the JSON files; its sections in
+report_phases, report_impact, report_model and report_history, its figures in plots, formatting in formatting).
 """
 
 from james_consistency_kit.bench.keyspace import TARGET_FAULTS, bench_keyspace

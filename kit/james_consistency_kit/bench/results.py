@@ -170,10 +170,12 @@ def load(paths: list[Path]) -> tuple[list[BenchFile], list[dict]]:
         figures = read_figures(path)
         if isinstance(figures, dict) and isinstance(figures.get("history"), list):
             history.extend(figures["history"])
-        elif isinstance(figures, dict) and "bareScan" in figures and "messages" in figures:
+        elif isinstance(figures, dict) and ("bareScan" in figures or "periods" in figures) and "messages" in figures:
             results.append(BenchFile(path.name, figures))
         else:
-            raise OperatorError(f"{path} is not a bench result (no bareScan figures) nor a history file")
+            raise OperatorError(
+                f"{path} is not a bench result (no bareScan figures, nor an impact bench's periods) nor a history file"
+            )
     return results, history
 
 
