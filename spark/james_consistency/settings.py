@@ -609,6 +609,13 @@ _TEST_SUITE = (
         _TESTS,
     ),
     Setting(
+        "JAMES_DOCS_SCREENSHOTS",
+        "bool",
+        False,
+        "1: the end-to-end story of the Consistency view saves its screenshot to docs/consistency-view.png.",
+        _TESTS,
+    ),
+    Setting(
         "JAMES_SECURE_CASSANDRA_PORT",
         "int",
         29042,

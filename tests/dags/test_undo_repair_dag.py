@@ -6,7 +6,6 @@ The night is watched and read in the Consistency view of that api-server, in Chr
 runs, then its figures, its gates and their Data Docs, its undo button. The view's screenshot goes to the test's
 folder, and to docs/consistency-view.png with JAMES_DOCS_SCREENSHOTS=1."""
 
-import os
 import shutil
 import threading
 import time
@@ -15,6 +14,7 @@ from urllib.parse import quote
 import pytest
 from james_consistency.cassandra.schema import create_schema
 from james_consistency.runtime.paths import PROJECT_ROOT
+from james_consistency.settings import setting
 from james_consistency_kit.local_airflow import Api
 from support.approvals import Approver, api_server
 from support.browser import wait_for
@@ -166,7 +166,7 @@ def test_a_night_repair_undone_from_airflow_leaves_messageidtable_as_before(
     wait_for("the keyspace's page", lambda: "only: every keyspace" in ui.text(), 30)
     ui.driver.switch_to.default_content()
     screenshot = ui.shot("consistency-view")
-    if os.environ.get("JAMES_DOCS_SCREENSHOTS") == "1":
+    if setting("JAMES_DOCS_SCREENSHOTS"):
         shutil.copy(screenshot, PROJECT_ROOT / "docs" / "consistency-view.png")
     # The run's tab: every gate of its three steps, each gate's Data Docs page one click away.
     ui.driver.get(
