@@ -181,9 +181,12 @@ def _bench(args) -> int:
     print(f"figures: {written}")
     if args.publish:
         from james_consistency_kit.bench.report import write_report
-        from james_consistency_kit.bench.results import publish
+        from james_consistency_kit.bench.report_history import retire_superseded
+        from james_consistency_kit.bench.results import PUBLISHED_DIR, publish
 
         print(f"published: {publish(written)}")
+        for name in retire_superseded(PUBLISHED_DIR):
+            print(f"moved to the history: {name}")
         _print_report(*write_report())
     return 0
 
@@ -221,9 +224,12 @@ def _bench_impact(args) -> int:
     print(f"figures: {written}")
     if args.publish:
         from james_consistency_kit.bench.report import write_report
-        from james_consistency_kit.bench.results import publish
+        from james_consistency_kit.bench.report_history import retire_superseded
+        from james_consistency_kit.bench.results import PUBLISHED_DIR, publish
 
         print(f"published: {publish(written)}")
+        for name in retire_superseded(PUBLISHED_DIR):
+            print(f"moved to the history: {name}")
         _print_report(*write_report())
     return 0
 

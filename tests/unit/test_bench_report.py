@@ -291,3 +291,26 @@ def test_a_run_on_a_ring_checks_the_model_without_being_fitted_on_or_taken_for_t
     assert "messages-ring.json" not in page.split("## A night on a cluster")[0]
     history = page.split("## History")[1]
     assert _row(history, "2026-11-30 08:00 UTC")[-1] == f"on {ring_row[1]}"
+
+
+def test_the_folder_keeps_the_newest_result_of_each_size_and_place_and_the_history_the_others(tmp_path):
+    from james_consistency_kit.bench.report_history import retire_superseded
+
+    older, newer = messages_result("2026-12-01T10:00Z", 25.0), messages_result("2026-12-02T10:00Z")
+    on_a_ring = {
+        **messages_result("2026-11-30T10:00Z"),
+        "cluster": {"cassandraNodes": 3, "replicationFactor": 3, "sparkMaster": "spark://h:7077", "executorCores": 2},
+    }
+    larger = {**messages_result("2026-11-29T10:00Z"), "messages": 1_000_000}
+    for name, figures in (("a.json", older), ("b.json", newer), ("c.json", on_a_ring), ("d.json", larger)):
+        (tmp_path / name).write_text(json.dumps(figures))
+
+    retired = retire_superseded(tmp_path)
+
+    assert retired == ["a.json"]
+    assert sorted(path.name for path in tmp_path.glob("*.json")) == ["b.json", "c.json", "d.json", "history.json"]
+    (record,) = json.loads((tmp_path / "history.json").read_text())["history"]
+    assert record["date"] == "2026-12-01T10:00Z" and record["bareScanSeconds"] == 25.0 and record["source"] is None
+    assert retire_superseded(tmp_path) == []
+    page, _ = write_report([tmp_path], tmp_path / "benchmarks.md")
+    assert "2026-12-01" in page.read_text(), "the retired run is still in the page's history"

@@ -11,7 +11,6 @@ Modules: report_phases (the method and the speed benches' tables), report_impact
 (the model's section), report_history (the history), plots (the figures), formatting (how figures are written).
 """
 
-import math
 from pathlib import Path
 
 from james_consistency.runtime.paths import PROJECT_ROOT
@@ -22,7 +21,7 @@ from james_consistency_kit.bench.report_history import history_rows, history_sec
 from james_consistency_kit.bench.report_impact import IMPACT, TIMELINE_FIGURE, TRADE_OFF_FIGURE, impact_section
 from james_consistency_kit.bench.report_model import model_section
 from james_consistency_kit.bench.report_phases import METHOD, file_section
-from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load, on_one_node
+from james_consistency_kit.bench.results import PUBLISHED_DIR, BenchFile, load, on_one_node, size_class
 
 PAGE = PROJECT_ROOT / "docs" / "benchmarks.md"
 FIGURE = "phases.png"
@@ -60,12 +59,6 @@ def latest_per_target(results: list[BenchFile]) -> list[BenchFile]:
         if on_one_node(result.figures):
             newest[result.target] = result
     return sorted(newest.values(), key=lambda each: (each.target != "messages", each.target))
-
-
-def size_class(result: BenchFile) -> int:
-    """The order of magnitude of a run's messages (0 when the file does not say)."""
-    messages = result.figures.get("messages") or 0
-    return round(math.log10(messages)) if messages > 0 else 0
 
 
 def render_page(

@@ -1,9 +1,12 @@
-"""The bench page's history: every published run, newest first, with the figures recorded before the page existed
-(docs/benchmarks/history.json)."""
+"""The bench page's history: every published run, newest first: the result files kept in docs/benchmarks/ (the newest
+of each target, size and place) and the records of the others (docs/benchmarks/history.json)."""
+
+import json
+from pathlib import Path
 
 from james_consistency_kit.bench import formatting as show
 from james_consistency_kit.bench.report_impact import IMPACT, impact_note
-from james_consistency_kit.bench.results import BenchFile, on_one_node, where
+from james_consistency_kit.bench.results import BenchFile, load, on_one_node, size_class, where
 
 HISTORY_COLUMNS = (
     ("date", "date"),
@@ -103,7 +106,35 @@ def _history_cell(row: dict, key: str) -> str:
         return row.get(key) or "—"
     if key == "commit":
         return f"`{row[key]}`" if row.get(key) else "—"
-    if key == "source":
+    if key == "source":  # a kept result file, or how a recorded figure was taken
         return f"`{row[key]}`" if str(row.get(key, "")).endswith(".json") else row.get(key) or "—"
     value = row.get(key)
     return show.ratio(value) if isinstance(value, int | float) else "—"
+
+
+HISTORY_FILE = "history.json"
+
+
+def retire_superseded(folder: Path) -> list[str]:
+    """Keep in `folder` the newest result file of each target, size (order of magnitude) and place; record each older
+    one in the history file (its figures, without naming a file that is gone) and delete it. The retired files' names,
+    oldest first."""
+    results, _ = load([folder])
+    newest: dict[tuple, BenchFile] = {}
+    retired: list[BenchFile] = []
+    for result in sorted(results, key=lambda each: each.date or ""):
+        key = (result.target, size_class(result), where(result.figures))
+        if key in newest:
+            retired.append(newest[key])
+        newest[key] = result
+    if not retired:
+        return []
+    path = folder / HISTORY_FILE
+    kept = json.loads(path.read_text()) if path.is_file() else {"history": []}
+    for result in retired:
+        kept["history"].append({**history_record(result), "source": None})
+    kept["history"].sort(key=lambda row: row.get("date") or "")
+    path.write_text(json.dumps(kept, indent=2) + "\n")
+    for result in retired:
+        (folder / result.name).unlink()
+    return [result.name for result in retired]

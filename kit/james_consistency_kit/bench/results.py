@@ -121,8 +121,9 @@ def write_figures(figures: dict, path: str | None) -> Path:
 
 
 def publish(result: Path, folder: Path = PUBLISHED_DIR) -> Path:
-    """Copy a result file into the folder the page is made from, named after its target, size and date (a later run
-    of the same size does not replace it: the page's history keeps both)."""
+    """Copy a result file into the folder the page is made from, named after its target, size and date. An older
+    file of the same target, size and place then leaves the folder for the history (report_history.retire_superseded):
+    the folder keeps the newest of each."""
     figures = read_figures(result)
     stamp = (figures.get("date") or "undated").replace(":", "").replace("-", "")
     target = folder / f"{figures.get('target', 'messages')}-{figures['messages']}-{stamp}.json"
@@ -145,6 +146,12 @@ class BenchFile:
     @property
     def date(self) -> str | None:
         return self.figures.get("date")
+
+
+def size_class(result: BenchFile) -> int:
+    """The order of magnitude of a run's messages (0 when the file does not say)."""
+    messages = result.figures.get("messages") or 0
+    return round(math.log10(messages)) if messages > 0 else 0
 
 
 def read_figures(path: Path) -> dict:
