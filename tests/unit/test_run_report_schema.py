@@ -129,3 +129,24 @@ def test_the_sessions_check_finds_the_reports_written_and_names_the_one_the_sche
 
     assert sorted(path.name for path, _ in written) == ["check.json", "messages-repair.json"]
     assert [problem.split(":")[0] for problem in invalid_reports(written)] == [str(bad)]
+
+
+def test_a_report_being_written_refuses_a_field_the_model_does_not_have_where_it_is_written():
+    from james_consistency.report.run_report import ReportDraft
+
+    draft = ReportDraft({"target": "messages", "mode": "check"})
+    draft["addedMessageIdEntries"] = 3
+    draft.setdefault("gates", []).append({"name": "plan_safety"})
+
+    with pytest.raises(KeyError, match="'addedMessageIdEntrys' is not a field of the run report"):
+        draft["addedMessageIdEntrys"] = 3
+    with pytest.raises(KeyError, match="'fixed' is not a field"):
+        draft.update(fixed=1)
+    with pytest.raises(KeyError, match="'found' is not a field"):
+        ReportDraft({"found": 1})
+    assert draft == {
+        "target": "messages",
+        "mode": "check",
+        "addedMessageIdEntries": 3,
+        "gates": [{"name": "plan_safety"}],
+    }

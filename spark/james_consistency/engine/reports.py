@@ -10,33 +10,42 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from james_consistency.report.run_report import NOT_APPLICABLE, SCHEMA_VERSION, package_version, parse_report
+from james_consistency.report.run_report import (
+    NOT_APPLICABLE,
+    SCHEMA_VERSION,
+    ReportDraft,
+    package_version,
+    parse_report,
+)
 
 
 def _moment(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def new_report(run) -> dict:
-    """The report of a run that is starting: the fields every run has, then its repair's own."""
+def new_report(run) -> ReportDraft:
+    """The report of a run that is starting: the fields every run has, then its repair's own. Every later write goes
+    through the model's field names (ReportDraft)."""
     options, repair = run.options, run.repair
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "version": package_version(),
-        "type": repair.report_type,
-        "target": repair.name,
-        "mode": options.mode,
-        "dryRun": options.dry_run,
-        "keyspace": run.keyspace,
-        "generation": repair.generation,
-        "runId": run.run_id,
-        "workDir": run.work_dir,
-        "startedAt": _moment(run.started),
-        **repair.report_fields(run),
-        "fixedInconsistencies": [],
-        "errors": [],
-        "gates": [],
-    }
+    return ReportDraft(
+        {
+            "schemaVersion": SCHEMA_VERSION,
+            "version": package_version(),
+            "type": repair.report_type,
+            "target": repair.name,
+            "mode": options.mode,
+            "dryRun": options.dry_run,
+            "keyspace": run.keyspace,
+            "generation": repair.generation,
+            "runId": run.run_id,
+            "workDir": run.work_dir,
+            "startedAt": _moment(run.started),
+            **repair.report_fields(run),
+            "fixedInconsistencies": [],
+            "errors": [],
+            "gates": [],
+        }
+    )
 
 
 def not_applicable(options, run_id: str, reason: str) -> dict:

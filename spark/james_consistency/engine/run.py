@@ -32,12 +32,12 @@ from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.engine import apply, before_images, reports
 from james_consistency.engine.load import ScanLoad
-from james_consistency.engine.load_limits import LoadLimits
+from james_consistency.engine.load_limits import LoadLimits, recheck_rate
 from james_consistency.engine.ranges import RangedScan, WindowEnded
 from james_consistency.engine.spec import Repair
 from james_consistency.errors import OperatorError
 from james_consistency.report.progress import ProgressFile
-from james_consistency.report.run_report import FAILED, WINDOW_ENDED
+from james_consistency.report.run_report import FAILED, WINDOW_ENDED, ReportDraft
 from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import DEFAULT_MAX_DESTRUCTIVE_SHARE, setting
 
@@ -51,6 +51,9 @@ HASHED_JOIN_PARTITION_BYTES = "64MB"
 # Whole-stage code generation: compiled plans pay off over the scan and its diff (every row of the tables); what
 # follows them handles the candidates, about 1 % of the rows, and runs interpreted (see `execute`).
 WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
+# The least time a verify waits before reading a key it found wrong again: James writes imapUidTable, then the
+# projection, tens of milliseconds apart, and a user's write in flight lands well within it.
+MIN_SECOND_LOOK_SECONDS = 1.0
 
 
 class RunFailed(Exception):
@@ -162,7 +165,7 @@ class Run:
     repair: Repair
     run_id: str = field(default_factory=new_run_id)
     started: float = field(default_factory=time.time)
-    report: dict = field(default_factory=dict)
+    report: ReportDraft = field(default_factory=ReportDraft)
     ranged: RangedScan | None = None
     # The scan's rate and what it measured (the report's `load`), for a run that scans.
     load: ScanLoad | None = None
@@ -200,6 +203,9 @@ class Scan:
     truth: DataFrame | None = None  # only for a scan made by this run: the health gate's problem sample
     # A kept scan's health verdict, as the run that made the scan judged it (GateResult fields), when it was judged.
     health_verdict: dict | None = None
+    # The rows a second the scan read at when it ended (its limit, or the adaptive mode's last rate; 0: unlimited);
+    # None when not known. Under a night's load limits the re-check keeps to it (engine.load_limits.recheck_rate).
+    rate: float | None = None
 
 
 @contextmanager
@@ -366,6 +372,12 @@ def plan(run: Run, scanned: Scan) -> None:
     wait_until(scanned.finished_at + run.options.recheck_delay_seconds)
 
 
+def second_look_seconds(options: RunOptions) -> float:
+    """How long after its first read a verify reads a key it found wrong again: the run's re-check delay, the rule
+    the repair keeps between its scan and its re-check, and at least MIN_SECOND_LOOK_SECONDS."""
+    return max(options.recheck_delay_seconds, MIN_SECOND_LOOK_SECONDS)
+
+
 def wait_until(moment: float) -> None:
     delay = moment - time.time()
     if delay > 0:
@@ -376,22 +388,25 @@ def wait_until(moment: float) -> None:
 # ---- 4. reconcile -------------------------------------------------------------------------------------------------
 
 
-def apply_context(run: Run, write: bool) -> apply.ApplyContext:
-    """How the executors reach Cassandra for this run's re-checks: consistencies, the rate per task, write or not
-    (a writing run records the before-image of every write first)."""
+def apply_context(run: Run, write: bool, scan_rate: float | None = None) -> apply.ApplyContext:
+    """How the executors reach Cassandra for this run's re-checks: consistencies, the rate per task (the one given,
+    else the night's load as its scan ended at `scan_rate`), write or not (a writing run records the before-image of
+    every write first; a verify reads a key it finds wrong a second time)."""
     options = run.options
     parallelism = max(run.spark.sparkContext.defaultParallelism, 1)
     retention = int(setting("JAMES_UNDO_RETENTION_DAYS") * 24 * 3600)
     levels = read_levels(options.truth_consistency)
+    per_second = recheck_rate(options.messages_per_second, options.load, scan_rate)
     return apply.ApplyContext(
         settings=run.settings,
         keyspace=run.keyspace,
         truth_consistency=levels.truth,
         message_truth_consistency=levels.message_truth,
         write_consistency=options.write_consistency,
-        rate_per_task=options.messages_per_second / parallelism if options.messages_per_second else 0.0,
+        rate_per_task=per_second / parallelism if per_second else 0.0,
         write=write,
         imaging=apply.Imaging(run.run_id, run.repair.name, retention) if write else None,
+        second_look_seconds=second_look_seconds(options) if options.mode == "verify" and not write else 0.0,
     )
 
 
@@ -401,9 +416,12 @@ def reconcile(run: Run, scanned: Scan, outcomes_name: str, write: bool) -> DataF
     spark, repair = run.spark, run.repair
     run.progress.stage("reconcile")
     with stage(run, "re-check and fix"):
-        candidates, context = repair.candidates(run, scanned, apply_context(run, write))
-        policy = repair.policy(run)
         parallelism = max(spark.sparkContext.defaultParallelism, 1)
+        context = apply_context(run, write, scanned.rate)
+        if "runningOptions" in run.report:  # the re-check's pace in force (0: unthrottled), given or from the load
+            run.report["runningOptions"]["recheckPerSecond"] = round(context.rate_per_task * parallelism, 1)
+        candidates, context = repair.candidates(run, scanned, context)
+        policy = repair.policy(run)
         group = policy.group_columns
         if group:
             candidates = candidates.repartition(parallelism, *group).sortWithinPartitions(*group, *policy.order)

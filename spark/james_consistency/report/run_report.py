@@ -125,6 +125,11 @@ class LoadPoint(_Part):
     canaryLatencyMs: float | None = Field(
         None, description="the p99 of the canary read of James's keyspace during the batch (the adaptive mode)"
     )
+    jamesRequestsPerSecond: float | None = Field(
+        None,
+        description="reads and writes a second of James's keyspace by others than the night during the batch, every "
+        "node (the adaptive mode; None: not counted)",
+    )
 
 
 class Load(_Part):
@@ -136,6 +141,9 @@ class Load(_Part):
     latencyTargetMs: float | None = Field(None, description="the canary's target in force; None: not adaptive")
     latencyTargetDerived: bool = Field(False, description="the target was derived from the canary's baseline")
     canaryBaselineMs: float | None = Field(None, description="the canary's p99 before the scan")
+    jamesRequestsPerSecondBefore: float | None = Field(
+        None, description="reads and writes a second of James's keyspace by others before the scan (None: not counted)"
+    )
     floorRowsPerSecond: float
     rowsRead: int
     scanSeconds: float
@@ -332,6 +340,32 @@ class RunReport(BaseModel):
     def as_json(self) -> dict:
         """The report as its JSON file holds it (fields never set left out)."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class ReportDraft(dict):
+    """A report while its run writes it: a dict whose every key must be a field of RunReport. A write of any other
+    key is refused where it happens, naming the key, rather than when the finished report is checked against the
+    model (engine.reports.finish)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.update(*args, **kwargs)
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(_field(key), value)
+
+    def setdefault(self, key, default=None):
+        return super().setdefault(_field(key), default)
+
+    def update(self, *args, **kwargs) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+
+def _field(key: str) -> str:
+    if key not in RunReport.model_fields:
+        raise KeyError(f"{key!r} is not a field of the run report (james_consistency.report.run_report.RunReport)")
+    return key
 
 
 def package_version() -> str | None:
