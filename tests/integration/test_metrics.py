@@ -147,6 +147,9 @@ def test_repair_sends_its_figures_to_statsd(cassandra_settings, broken_keyspace,
         f"{base}.gate.messages_truth_health": (1, "g"),
         f"{base}.gate.plan_safety": (1, "g"),
         f"{base}.duration": (round(report["durationSeconds"] * 1000), "ms"),
+        # The scan's load on the ring: the rate it read at and how long it yielded to James.
+        f"{base}.scan_rows_per_second": (report["load"]["rowsPerSecond"], "g"),
+        f"{base}.scan_held_back": (round(report["load"]["heldBackSeconds"] * 1000), "ms"),
     }
     assert received == expected
     # The figures are the repair's: everything broken was fixed, from 20 messages scanned.
@@ -190,6 +193,8 @@ def test_check_sends_its_figures_to_opentelemetry_and_a_metrics_failure_does_not
         ("airflow.james_consistency.rows_scanned", (("side", "projection"),)): report["processedMessageIdEntries"],
         ("airflow.james_consistency.gate", (("gate", "messages_truth_health"),)): 1,
         ("airflow.james_consistency.duration", ()): round(report["durationSeconds"] * 1000),
+        ("airflow.james_consistency.scan_rows_per_second", ()): report["load"]["rowsPerSecond"],
+        ("airflow.james_consistency.scan_held_back", ()): round(report["load"]["heldBackSeconds"] * 1000),
     }
     assert points == expected
     assert points[("airflow.james_consistency.found", (("kind", "missing"),))] == broken["missing"]
