@@ -184,8 +184,8 @@ def load_params() -> dict[str, Param]:
             type=["null", "number"],
             exclusiveMinimum=0,
             title="Latency target (ms)",
-            description="The canary's p99 the adaptive mode keeps under. Empty: derived when the run starts (twice "
-            "the canary's p99 before the scan).",
+            description="The canary's p99 the adaptive mode keeps under. Empty: derived when the run starts (the "
+            "canary's p99 before the scan plus 20 ms, or twice it if more).",
             section="Load on the ring",
         ),
         "rate_floor": Param(

@@ -35,7 +35,8 @@ class RunScan:
     until: datetime | None = None
     ranges: int = 0
     full_verify: bool = False
-    # The scan's limits as the job's arguments (engine.load_limits.LoadLimits.as_arguments): only a scan takes them.
+    # The night's load limits as the job's arguments (engine.load_limits.LoadLimits.as_arguments): its scan's, and
+    # the pace of the re-checks of the jobs that reuse the scan.
     load: tuple[str, ...] = ()
 
     def arguments(self, mode: str) -> list[str]:
@@ -43,7 +44,7 @@ class RunScan:
         if self.work_root:
             arguments += ["--work-root", self.work_root]
         if self.reuse and not (mode == "verify" and self.full_verify):
-            return [*arguments, "--reuse-scan"]
+            return [*arguments, "--reuse-scan", *self.load]
         arguments += ["--ranges", str(self.ranges)]
         if self.until is not None:
             arguments += ["--until", self.until.isoformat()]
@@ -89,6 +90,8 @@ def job_arguments(target: str, mode: str, params: dict, report: str, scan: RunSc
             arguments += ["--truth-consistency", str(params["truth_consistency"])]
         if params.get("allow_destructive"):
             arguments.append("--allow-destructive")
+    if mode == "verify" and "recheck_delay_seconds" in params:  # a key found wrong is read again this long after
+        arguments += ["--recheck-delay", str(params["recheck_delay_seconds"])]
     if target == "flags" and params.get("remove_unused_flags"):
         arguments.append("--remove-unused-flags")
     return arguments

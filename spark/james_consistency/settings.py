@@ -477,7 +477,8 @@ _LOAD = (
         "float",
         0.0,
         "The canary read's latency (its p99 over a batch of ranges, in milliseconds) the adaptive mode keeps under; "
-        "0: derived when the night starts, twice the canary's p99 before the scan (at least 2 ms).",
+        "0: derived when the night starts, the canary's p99 before the scan plus 20 ms (or twice it, if more). "
+        "A ring on which nobody but the night uses James's keyspace is read at full speed whatever the canary says.",
         "jobs, CLI, DAG tasks",
         airflow_variable=True,
     ),

@@ -75,7 +75,8 @@ def test_the_first_job_scans_in_ranges_until_the_window_ends_and_the_later_ones_
     ]
     full = RunScan(run_dir="hdfs://nn/james", reuse=True, work_root="hdfs://nn/james", full_verify=True)
     assert job_arguments("messages", "verify", FORM, "v.json", full)[8:] == [
-        *("--run-dir", "hdfs://nn/james", "--work-root", "hdfs://nn/james", "--ranges", "0")
+        *("--run-dir", "hdfs://nn/james", "--work-root", "hdfs://nn/james", "--ranges", "0"),
+        *("--recheck-delay", "30"),  # a key the verify finds wrong is read again after the night's re-check delay
     ]
     # A dry run's repair is a check of its own: it keeps no scan for anyone.
     assert "--reuse-scan" not in job_arguments("messages", "repair", {**FORM, "dry_run": True}, "r.json", reusing)

@@ -1,6 +1,7 @@
-"""The scan's load on the ring: the adaptive mode's rule (AIMD) on its own, and the limits an operator gives,
-refused in one line before anything runs when they make no sense, wherever they are given: the command line, the
-job's arguments, the trigger form, a DAG task."""
+"""The scan's load on the ring: the adaptive mode's rule on its own (a ring nobody uses read at full speed, a ring James
+serves approached carefully, AIMD on the canary's latency), the pace a night's re-checks keep, and the limits an
+operator gives, refused in one line before anything runs when they make no sense, wherever they are given: the command
+line, the job's arguments, the trigger form, a DAG task."""
 
 import copy
 import math
@@ -11,59 +12,110 @@ from james_airflow.consistency_dag import consistency_dag
 from james_airflow.operators import RunScan, job_arguments, run_load
 from james_consistency.cli import main as cli
 from james_consistency.engine.load import p99, page_size
-from james_consistency.engine.load_limits import AimdController, LoadLimits, derived_target_ms, latency_target_ms
+from james_consistency.engine.load_limits import (
+    AimdController,
+    LoadLimits,
+    derived_target_ms,
+    latency_target_ms,
+    quiet,
+    recheck_rate,
+)
 from james_consistency.errors import OperatorError
 from james_consistency.jobs import main as job
 from james_consistency.report.metrics import report_figures
 from james_consistency.report.run_report import parse_report
 
+BUSY = 300.0  # James's requests a second on a ring it serves (the impact bench's client asks about that)
+
 # ---- the rule ------------------------------------------------------------------------------------------------------
 
 
-def test_the_rate_halves_while_the_canary_is_above_target_and_never_goes_below_the_floor():
-    rule = AimdController(limit=8000, floor=1500, target_ms=5)
+def test_a_ring_nobody_uses_is_read_at_full_speed_whatever_the_canary_says():
+    rule = AimdController(limit=0, floor=1000, target_ms=5, others_at_start=2)
+    assert rule.rate == 0 and not rule.held_back, "no one but the night: unlimited from the first batch"
 
-    rates = [rule.observe(latency, 8000) for latency in (9, 9, 9)]
+    assert rule.observe(500, 60_000, others_per_second=3) == 0, "its own latency slows no one down"
+    assert rule.observe(500, 60_000, others_per_second=BUSY) == 30_000, "users came: half what it read at"
+    assert rule.observe(500, 30_000, others_per_second=0) == 0, "they left: full speed again"
+    limited = AimdController(limit=20_000, floor=1000, target_ms=5, others_at_start=0)
+    assert limited.rate == 20_000 and limited.observe(500, 19_000, 0) == 20_000, "a ring nobody uses: the limit"
 
-    assert rates == [4000, 2000, 1500]
+
+def test_a_ring_james_serves_or_may_serve_is_approached_carefully():
+    assert AimdController(limit=0, floor=1000, target_ms=5, others_at_start=BUSY).rate == 4000, "4x the floor"
+    assert AimdController(limit=20_000, floor=1000, target_ms=5, others_at_start=BUSY).rate == 5000, "a quarter"
+    assert AimdController(limit=3000, floor=1000, target_ms=5, others_at_start=BUSY).rate == 1000, "the floor"
+    assert AimdController(limit=0, floor=1000, target_ms=5, others_at_start=None).rate == 4000, "not counted: busy"
+    assert (quiet(None), quiet(9.9), quiet(10.0)) == (False, True, False)
+
+
+def test_the_rate_doubles_within_target_until_the_canary_is_above_it_then_climbs_by_a_tenth():
+    rule = AimdController(limit=0, floor=1000, target_ms=20, others_at_start=BUSY)
+
+    rates = [
+        rule.observe(latency, measured, BUSY)
+        for latency, measured in ((8, 3900), (12, 7800), (45, 15_000), (15, 7900), (18, 9400))
+    ]
+
+    assert rates == [8000, 16_000, 8000, 9500, 11_000], "slow start, halved, then a tenth of the fastest (15,000)"
     assert rule.held_back
 
 
-def test_the_rate_climbs_back_by_a_tenth_of_the_limit_when_the_canary_is_within_target():
-    rule = AimdController(limit=10_000, floor=500, target_ms=5)
-    rule.observe(20, 10_000)  # 5000
+def test_the_rate_halves_while_the_canary_is_above_target_and_never_goes_below_the_floor():
+    rule = AimdController(limit=0, floor=1500, target_ms=5, others_at_start=BUSY)
 
-    rates = [rule.observe(latency, 5000) for latency in (5, 3, 4, 1, 2, 1)]
+    rates = [rule.observe(9, 4000, BUSY) for _ in range(3)]
 
-    assert rates == [6000, 7000, 8000, 9000, 10_000, 10_000]
-    assert not rule.held_back
+    assert rates == [3000, 1500, 1500], "from 6,000 (4x the floor)"
+
+
+def test_a_limit_caps_the_climb_and_a_rate_the_scan_did_not_come_near_is_no_limit():
+    limited = AimdController(limit=10_000, floor=500, target_ms=5, others_at_start=BUSY)
+    assert [limited.observe(3, measured, BUSY) for measured in (2400, 4900)] == [5000, 10_000]
+    assert not limited.held_back
+
+    unlimited = AimdController(limit=0, floor=1000, target_ms=5, others_at_start=BUSY)
+    assert unlimited.observe(3, 2000, BUSY) == 0, "4,000 allowed, 2,000 read: the ring's own pace held it back"
 
 
 def test_no_reading_keeps_the_rate():
-    rule = AimdController(limit=1000, floor=100, target_ms=5)
-    rule.observe(50, 1000)
+    rule = AimdController(limit=1000, floor=100, target_ms=5, others_at_start=BUSY)
 
-    assert rule.observe(None, 500) == 500
-
-
-def test_without_a_limit_the_rate_falls_from_what_was_measured_and_goes_back_to_unlimited():
-    rule = AimdController(limit=0, floor=1000, target_ms=5)
-    assert rule.observe(1, 40_000) == 0, "within target, an unlimited night stays unlimited"
-    assert not rule.held_back
-
-    assert rule.observe(30, 40_000) == 20_000
-    assert rule.held_back
-    raised = [rule.observe(1, 20_000) for _ in range(5)]
-
-    assert raised == [24_000, 28_000, 32_000, 36_000, 0], "a tenth of the fastest rate measured at a time"
+    assert rule.observe(None, 250, BUSY) == 250
 
 
-def test_a_derived_target_is_twice_the_canarys_p99_and_never_under_two_milliseconds():
-    assert derived_target_ms(4.0) == 8.0
-    assert derived_target_ms(0.3) == 2.0
+def test_a_derived_target_is_the_canarys_p99_plus_a_margin_or_twice_it():
+    assert derived_target_ms(4.0) == 24.0
+    assert derived_target_ms(30.0) == 60.0
     assert p99([1.0] * 99 + [50.0]) == 1.0
     assert p99([3.0, 1.0, 2.0]) == 3.0
     assert p99([]) is None
+
+
+# ---- the pace of a night's re-checks --------------------------------------------------------------------------------
+
+
+def test_a_nights_re_checks_keep_to_the_rate_its_scan_ended_at_and_a_manual_run_is_not_slowed():
+    adaptive, limited = LoadLimits(adaptive=True), LoadLimits(rows_per_second=20_000)
+
+    assert recheck_rate(0, adaptive, 8000) == 200, "the adaptive mode's last rate, in re-checks (40 rows each)"
+    assert recheck_rate(0, adaptive, 0) == 0, "a ring nobody used: as fast as it goes"
+    assert recheck_rate(0, limited, 20_000) == recheck_rate(0, limited, None) == 500, "the limit"
+    assert recheck_rate(0, LoadLimits(), 8000) == 0, "no limits (a manual run): unthrottled"
+    assert recheck_rate(50, adaptive, 8000) == 50, "a rate given wins"
+
+
+def test_every_job_of_a_scheduled_night_takes_its_limits_and_a_manual_runs_jobs_none(dag, monkeypatch):
+    monkeypatch.setenv("JAMES_ADAPTIVE_RATE", "1")
+    form = {**dag.params.validate(), "keyspace": "k"}
+    for scheduled, paced in ((True, True), (False, False)):
+        load = tuple(run_load(form, scheduled).as_arguments())
+        for mode in ("repair", "verify"):
+            command = job_arguments("messages", mode, form, "r.json", RunScan(run_dir="/w", reuse=True, load=load))
+            options = job.run_options(job.build_parser().parse_args(command))
+
+            assert options.reuse_scan and options.load.adaptive is paced
+            assert (recheck_rate(options.messages_per_second, options.load, 8000) == 200) is paced
 
 
 def test_a_paced_task_asks_for_about_a_second_of_its_rate_a_page():
@@ -205,7 +257,7 @@ def test_a_task_refuses_a_limit_below_the_floor_before_spark_submit(dag):
         run_load({**dag.params.validate(), "scan_rows_per_second": 200}, scheduled=False)
 
 
-def test_only_a_job_that_scans_takes_the_scans_limits():
+def test_the_jobs_that_scan_and_those_that_reuse_the_scan_take_the_nights_limits():
     load = tuple(LoadLimits(20_000, True, 0, 2000).as_arguments())
     form = {"keyspace": "k", "dry_run": False}
 
@@ -213,7 +265,7 @@ def test_only_a_job_that_scans_takes_the_scans_limits():
     reusing = job_arguments("messages", "verify", form, "v.json", RunScan(run_dir="/w", reuse=True, load=load))
 
     assert scanning[-len(load) :] == list(load)
-    assert "--adaptive" not in reusing
+    assert reusing[-len(load) :] == list(load), "the pace of its re-checks"
 
 
 # ---- the report and the metrics -------------------------------------------------------------------------------------

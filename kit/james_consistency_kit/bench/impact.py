@@ -5,9 +5,10 @@
     at each fixed scan limit -> no night again -> the client stops -> its writes against the tables -> figures
 
 A night is what the nightly DAG runs, in process: a check in token ranges keeping its scan, then the repair and the
-verify reusing it, with the DAGs' defaults (a re-check delay of 5 s). Only the scan takes the load's limits, as in a
-DAG run: a default night's are a scheduled night's (the settings, the adaptive mode as JAMES_ADAPTIVE_RATE says), an
-unthrottled night has none, and each night of the trade-off has a fixed limit. Before each night the keyspace
+verify reusing it, with the DAGs' defaults (a re-check delay of 5 s). Every step takes the load's limits, as in a
+DAG run (the scan reads at them, the re-checks keep to the rate the scan ended at): a default night's are a
+scheduled night's (the settings, the adaptive mode as JAMES_ADAPTIVE_RATE says), an unthrottled night has none, and
+each night of the trade-off has a fixed limit. Before each night the keyspace
 is broken again at the benched rate (messageIdTable rows missing or with stale flags: orphans are made by deleting
 truth rows, which the client would then fail to update), and the client's operations in the seconds that take are
 left out of every period.
@@ -76,16 +77,10 @@ class ImpactBench:
         """One night (check, repair, verify), its scan at the `load` limits; its figures."""
         run_dir = self.work / name
         shutil.rmtree(run_dir, ignore_errors=True)
-        common = {"run_dir": str(run_dir)}
+        common = {"run_dir": str(run_dir), "load": load, "recheck_delay_seconds": self.recheck_delay_seconds}
         steps = {
-            "check": {"mode": "check", "ranges": 0, "fresh": True, "load": load, **common},
-            "repair": {
-                "mode": "repair",
-                "reuse_scan": True,
-                "allow_destructive": True,
-                "recheck_delay_seconds": self.recheck_delay_seconds,
-                **common,
-            },
+            "check": {"mode": "check", "ranges": 0, "fresh": True, **common},
+            "repair": {"mode": "repair", "reuse_scan": True, "allow_destructive": True, **common},
             "verify": {"mode": "verify", "reuse_scan": True, **common},
         }
         reports, times = {}, {}

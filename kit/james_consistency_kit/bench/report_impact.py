@@ -43,7 +43,8 @@ On one seeded keyspace, in one run: without traffic, a default night and an unth
 untimed night: a warm JVM); then with the client running: no night, a default night, an unthrottled night, a night at
 each fixed scan limit (shares of the unthrottled scan rate), and no night again. A night is the nightly DAG's work
 (a check in token ranges keeping its scan, then the repair and the verify reusing it, with the DAGs' 5 s re-check
-delay); its scan gets the load's limits as a DAG run's does: a default night a scheduled night's (the settings, the
+delay); each of its steps gets the load's limits as a DAG run's do (the scan reads at them, the repair's and the
+verify's re-checks keep to the rate the scan ended at): a default night a scheduled night's (the settings, the
 adaptive mode on as JAMES_ADAPTIVE_RATE says), an unthrottled night none. Before each night the keyspace is broken
 again (1 % of its messages: messageIdTable rows missing or with stale flags), and the operations due while that
 happens belong to no period. Afterwards every write of the client's log is read back against the projection tables

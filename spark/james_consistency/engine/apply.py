@@ -2,9 +2,10 @@
 still inconsistent, with writes stamped so that anything a user writes after the re-read wins."""
 
 import json
+import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -33,6 +34,8 @@ UPDATED = "updated"
 REMOVED = "removed"
 ALREADY_CONSISTENT = "already_consistent"
 FAILED = "failed"
+# What a re-check found wrong at a key: the fix it made (or, not writing, would make).
+WRONG = (ADDED, UPDATED, REMOVED)
 
 # One row per candidate: its kind, the action taken, an error, its identity (JSON) and the policy's detail (JSON).
 OUTCOME_SCHEMA = "kind string, action string, error string, sample string, detail string"
@@ -74,6 +77,10 @@ class ApplyContext:
     joined_reads_from: int | None = None
     # A writing run records the before-image of every write first (None: nothing recorded).
     imaging: Imaging | None = None
+    # Not writing (a verify): a key found wrong is read live once more this long after, and reported wrong only if
+    # it still is then. James writes the truth, then the projection, tens of milliseconds apart: a user's write in
+    # flight when the key was first read has landed by then. 0: no second read.
+    second_look_seconds: float = 0.0
 
     def recorder(self, session) -> Recorder | None:
         """The task's recorder of before-images, when this context writes and records."""
@@ -289,14 +296,18 @@ def apply_partition(context: ApplyContext, policy: Policy):
     Up to `context.in_flight` candidates are re-checked at once, their statements sent through the driver's
     asynchronous API (a re-check waits on Cassandra far longer than it computes). A policy whose candidates must
     be re-checked one after the other (`group_columns`: a live recount shared by the rows of a group) gets one at a
-    time."""
+    time. Not writing, a key found wrong is re-checked live once more `context.second_look_seconds` later, its
+    outcome the second one's."""
 
     in_flight = 1 if policy.group_columns else max(context.in_flight, 1)
+    second_look = 0.0 if context.write else context.second_look_seconds
 
     def run(candidates):
         try:
             session = executor_session(context.settings)
             reconciler = policy.open(session, context)
+            # The second look reads the key live, whatever the first one was handed (rows read by direct join).
+            looker = policy.open(session, replace(context, joined_reads_from=None)) if second_look else None
         except Exception as error:  # noqa: BLE001 - reported per candidate: nothing was attempted
             unreachable = f"not attempted: {type(error).__name__}: {str(error)[:300]}"
             for candidate in candidates:
@@ -306,6 +317,8 @@ def apply_partition(context: ApplyContext, policy: Policy):
         loop = StepLoop(session)
         limiter = RateLimiter(context.rate_per_task)
         pending: deque[_Outcome] = deque()
+        # Keys found wrong, waiting for their second look: (when it is due, the candidate, its outcome), in order.
+        looks: deque[tuple[float, object, _Outcome]] = deque()
         lost = 0  # consecutive candidates that failed because no node answered
 
         def settled():
@@ -315,9 +328,29 @@ def apply_partition(context: ApplyContext, policy: Policy):
                 lost = lost + 1 if outcome.unreachable else 0
                 yield outcome.outcome
 
+        def first_look(candidate, outcome: _Outcome):
+            def done(answer, error) -> None:
+                outcome.settle(answer, error)
+                if looker is not None and outcome.wrong:
+                    outcome.outcome = None  # told once the second look has read the key again
+                    looks.append((time.monotonic() + second_look, candidate, outcome))
+
+            return done
+
+        def wait():
+            """Start the second looks that are due, then take one answer (or sleep until the next look is due)."""
+            while looks and looks[0][0] <= time.monotonic() and loop.running < in_flight:
+                _, candidate, outcome = looks.popleft()
+                limiter.wait()
+                loop.start(looker.steps(candidate), outcome.settle)
+            if loop.running:
+                loop.run_once()
+            elif looks:
+                time.sleep(max(0.0, looks[0][0] - time.monotonic()))
+
         for candidate in candidates:
             while loop.running >= in_flight or len(pending) >= HELD_BACK:
-                loop.run_once()
+                wait()
                 yield from settled()
             outcome = _Outcome(candidate, policy.sample(candidate))
             pending.append(outcome)
@@ -325,10 +358,10 @@ def apply_partition(context: ApplyContext, policy: Policy):
                 outcome.not_attempted("not attempted: Cassandra unreachable (NoHostAvailable)")
             else:
                 limiter.wait()
-                loop.start(reconciler.steps(candidate), outcome.settle)
+                loop.start(reconciler.steps(candidate), first_look(candidate, outcome))
             yield from settled()
-        while loop.running:
-            loop.run_once()
+        while loop.running or looks:
+            wait()
             yield from settled()
         yield from settled()
 
@@ -353,6 +386,11 @@ class _Outcome:
 
     def not_attempted(self, reason: str) -> None:
         self.outcome = (self.kind, FAILED, reason, self.sample, None)
+
+    @property
+    def wrong(self) -> bool:
+        """Whether the re-check found the key wrong (not consistent, not failed)."""
+        return self.outcome is not None and self.outcome[1] in WRONG
 
 
 def _jsonable(value):

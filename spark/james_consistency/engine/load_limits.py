@@ -3,10 +3,18 @@ decisions, no I/O (engine/load.py measures and applies them). A light module: th
 parsing and the Airflow operator check a run's limits through it before anything starts.
 
 The limit is per cluster, in rows a second (both tables of a scan together); each Spark task reading at once gets
-its share. The adaptive mode starts at the limit and, after each batch of token ranges, compares the latency a
-canary read of James's keyspace had meanwhile with the target: above it, the rate is halved; at or below it, the
-rate goes up again by a tenth of its ceiling (additive increase, multiplicative decrease: the rule TCP uses to share
-a link, which settles near the highest rate the ring serves within the target), never below the floor.
+its share. The re-check of a night under these limits keeps to the rate its scan ended at, in re-checks a second
+(`recheck_rate`).
+
+The adaptive mode asks first whether James serves anyone: a ring on which nobody but the night reads or writes
+James's keyspace (Cassandra's own request counts) is read at the limit, or at full speed without one, whatever the
+canary says, since the night's latency slows no one down there. On a ring James serves, it starts carefully (a
+quarter of the limit, or a few times the floor) and, after each batch of token ranges, compares the latency a
+canary read of James's keyspace had meanwhile with the target: above it, the rate is halved; within it, the rate
+doubles at first (slow start, until the canary first goes above the target), then goes up by a tenth of the fastest
+rate read so far (additive increase, multiplicative decrease: the rule TCP uses to share a link, which settles near
+the highest rate the ring serves within the target), never below the floor. A rate the scan did not come near is no
+limit any more: the night reads at its own pace (the limit, or none).
 """
 
 import math
@@ -17,13 +25,26 @@ from james_consistency.settings import DEFAULT_RATE_FLOOR_ROWS_PER_SECOND, setti
 
 # A latency target given as this word (or 0 in the settings and the trigger form) is derived when the night starts.
 DERIVED = "derived"
-# The derived target: this many times the canary's p99 before the scan, at least MIN_DERIVED_TARGET_MS (below it, a
-# driver's own timing noise would hold the night back on a ring that is not busy at all).
+# The derived target: the canary's p99 before the scan plus this many milliseconds, or twice that p99 if more. A
+# canary's few milliseconds double with any load at all (on 2 cores, at a twentieth of a full scan's speed) while
+# an IMAP or JMAP user notices tens of milliseconds more, not a few.
+DERIVED_TARGET_MARGIN_MS = 20.0
 DERIVED_TARGET_MULTIPLE = 2.0
-MIN_DERIVED_TARGET_MS = 2.0
-# Multiplicative decrease, and the additive increase as a share of the ceiling.
+# Fewer requests a second than this on James's keyspace from others than the night: a ring nobody uses (a few IMAP
+# clients ask more; the count of the night's own canary reads is taken off, give or take a couple).
+QUIET_REQUESTS_PER_SECOND = 10.0
+# The first rate on a ring James serves: this share of the limit, or without one this many times the floor.
+START_SHARE = 0.25
+START_FLOOR_MULTIPLE = 4.0
+# Multiplicative decrease, and the additive increase as a share of the fastest rate read so far.
 DECREASE = 0.5
 INCREASE_SHARE = 0.1
+# A batch that read slower than this share of the rate in force was not held back by it.
+BOUND_SHARE = 2 / 3
+# A re-check of one candidate costs the ring about what the scan pays for this many rows: a few single-partition
+# reads (imapUidTable's at SERIAL, a Paxos round, when James writes it with lightweight transactions) against rows
+# read thousands a page.
+ROWS_PER_RECHECK = 40.0
 
 
 def _number(text: str, what: str) -> float:
@@ -117,42 +138,83 @@ class LoadLimits:
 
 def derived_target_ms(baseline_p99_ms: float) -> float:
     """The latency target a night derives from the canary's p99 before its scan."""
-    return max(DERIVED_TARGET_MULTIPLE * baseline_p99_ms, MIN_DERIVED_TARGET_MS)
+    return max(DERIVED_TARGET_MULTIPLE * baseline_p99_ms, baseline_p99_ms + DERIVED_TARGET_MARGIN_MS)
+
+
+def quiet(others_per_second: float | None) -> bool:
+    """Whether a ring on which others than the night asked James's keyspace `others_per_second` requests a second
+    serves nobody (None: not known, so it may)."""
+    return others_per_second is not None and others_per_second < QUIET_REQUESTS_PER_SECOND
+
+
+def recheck_rate(messages_per_second: float, limits: LoadLimits, scan_rate: float | None) -> float:
+    """Candidates a second a run's re-checks may take across the cluster (0: unthrottled): the rate given
+    (--messages-per-second); else, under load limits (a night's), the rate its scan ended at (`scan_rate`: the
+    adaptive mode's last rate, or the limit; 0: unlimited; None: not known, the limit) in re-checks; else none. A
+    manual run without limits is not slowed down."""
+    if messages_per_second:
+        return messages_per_second
+    if not limits.limited:
+        return 0.0
+    rate = limits.rows_per_second if scan_rate is None else scan_rate
+    return rate / ROWS_PER_RECHECK if rate else 0.0
 
 
 @dataclass
 class AimdController:
     """The adaptive mode's rule: the rate in force (`rate`, rows a second across the cluster; 0 while unlimited)
-    from the latency observed after each batch. Without a limit its ceiling is the fastest rate measured so far."""
+    from what was observed after each batch. `others_at_start`: the requests a second others than the night asked
+    James's keyspace before the scan (None: not known); a ring nobody uses starts at the limit, any other carefully."""
 
     limit: float
     floor: float
     target_ms: float
+    others_at_start: float | None = None
     rate: float = field(init=False)
     fastest: float = field(default=0.0, init=False)
+    # Doubling while within target, until the canary first goes above it.
+    slow_start: bool = field(default=True, init=False)
 
     def __post_init__(self):
-        self.rate = self.limit
+        self.rate = self.limit if quiet(self.others_at_start) else self.careful_start
 
     @property
-    def ceiling(self) -> float:
-        return self.limit or self.fastest
+    def careful_start(self) -> float:
+        """The first rate on a ring James serves: a share of the limit, or a few times the floor without one."""
+        start = self.limit * START_SHARE if self.limit else self.floor * START_FLOOR_MULTIPLE
+        start = max(self.floor, start)
+        return min(self.limit, start) if self.limit else start
 
     @property
     def held_back(self) -> bool:
         """Whether the rate in force is below what the night would read at without the adaptive mode."""
         return bool(self.rate) and (not self.limit or self.rate < self.limit)
 
-    def observe(self, latency_ms: float | None, measured_rows_per_second: float) -> float:
-        """The rate for the next batch, given the latency observed during the last one (None: no reading, the rate
-        stays) and the rate it was read at."""
+    def observe(
+        self, latency_ms: float | None, measured_rows_per_second: float, others_per_second: float | None = None
+    ) -> float:
+        """The rate for the next batch, given the canary's latency during the last one (None: no reading, the rate
+        stays), the rate it was read at, and the requests a second others than the night asked James's keyspace
+        meanwhile (None: not known)."""
         self.fastest = max(self.fastest, measured_rows_per_second)
+        if quiet(others_per_second):  # nobody to slow down: the night's own latency is no one's
+            self.rate = self.limit
+            return self.rate
         if latency_ms is None:
             return self.rate
         if latency_ms > self.target_ms:
             current = self.rate or measured_rows_per_second or self.floor
             self.rate = max(self.floor, current * DECREASE)
+            self.slow_start = False
         elif self.held_back:
-            raised = self.rate + max(self.floor, self.ceiling * INCREASE_SHARE)
-            self.rate = self.limit if raised >= self.ceiling else raised
+            self.rate = self._raised(measured_rows_per_second)
         return self.rate
+
+    def _raised(self, measured: float) -> float:
+        if measured < self.rate * BOUND_SHARE:  # the rate did not hold the batch back: the ring's own pace did
+            return self.limit
+        if self.slow_start:
+            raised = self.rate * 2
+        else:
+            raised = self.rate + max(self.floor, self.fastest * INCREASE_SHARE)
+        return self.limit if self.limit and raised >= self.limit else raised

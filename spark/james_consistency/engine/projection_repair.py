@@ -172,7 +172,7 @@ class ProjectionRepair(Repair):
             candidates = candidates.where(F.col("kind") != SAMPLED)
         run.report["liveReads"] = PER_CANDIDATE
         # A throttled run keeps to its rate candidate by candidate, its reads included.
-        if self.spec.writing.joined_truth is not None and not options.messages_per_second:
+        if self.spec.writing.joined_truth is not None and not context.rate_per_task:
             return self._with_joined_reads(run, candidates, context)
         return candidates, context
 

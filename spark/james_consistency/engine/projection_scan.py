@@ -96,6 +96,7 @@ def scan(run: Run) -> Scan:
         unreadable=unreadable,
         unreadable_errors=unreadable_errors,
         truth=truth,
+        rate=run.load.rate,
     )
     _write_json(run.spark, run.path("scan"), {"target": spec.name, "keyspace": run.keyspace, **_kept(scanned)})
     return scanned
@@ -110,6 +111,7 @@ def _kept(scanned: Scan) -> dict:
         "runId": scanned.run_id,
         "unreadable": scanned.unreadable,
         "unreadableErrors": scanned.unreadable_errors,
+        "rowsPerSecond": scanned.rate,
     }
 
 
@@ -338,6 +340,7 @@ def kept_scan(run: Run) -> Scan:
         unreadable=kept["unreadable"],
         unreadable_errors=kept["unreadableErrors"],
         health_verdict=_kept_health_verdict(run, kept["runId"]),
+        rate=kept.get("rowsPerSecond"),  # not kept by a check of an older version
     )
 
 

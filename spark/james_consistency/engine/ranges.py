@@ -440,13 +440,14 @@ class RangedScan:
         """Scan every table's unfinished ranges, a batch of ranges of each table in turn. WindowEnded when the window
         ends first."""
         self.progress.total = self.count * max(self.declared, len(tables))
-        batch_size = max(self.spark.sparkContext.defaultParallelism, 1) * 2
+        parallelism = max(self.spark.sparkContext.defaultParallelism, 1)
         self.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
         bounds = token_ranges(self.count)
         names = [self._name(table) for table in tables]
         keys = {table.name: partition_key(self.settings, self.keyspace, table.name) for table in tables}
         if self.load is not None:
             self.load.start()
+        batch_size = self.load.batch_ranges(parallelism) if self.load is not None else 2 * parallelism
         try:
             for first in range(0, self.count, batch_size):
                 for table, name in zip(tables, names, strict=True):

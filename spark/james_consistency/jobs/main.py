@@ -47,7 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keyspace", required=True)
     parser.add_argument("--mode", choices=["check", "repair", "verify"], default="check")
     parser.add_argument("--messages-per-second", type=float, default=0.0)
-    parser.add_argument("--recheck-delay", type=float, default=0.0, help="seconds between scan and re-check")
+    parser.add_argument(
+        "--recheck-delay",
+        type=float,
+        default=0.0,
+        help="seconds between scan and re-check; a verify reads a key it found wrong again this long after (1 s at "
+        "least)",
+    )
     parser.add_argument(
         "--truth-consistency", help="every truth re-read at this level (default: as James is configured)"
     )
@@ -116,8 +122,8 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         "--latency-target-ms",
         type=_checked(load_limits.latency_target_ms),
         metavar="MS",
-        help="the canary's p99 the adaptive mode keeps under, in ms, or 'derived' (twice its p99 before the scan; "
-        "default JAMES_LATENCY_TARGET_MS)",
+        help="the canary's p99 the adaptive mode keeps under, in ms, or 'derived' (its p99 before the scan plus "
+        "20 ms, or twice it if more; default JAMES_LATENCY_TARGET_MS)",
     )
     parser.add_argument(
         "--rate-floor",
