@@ -139,16 +139,12 @@ def _rows_per_second(text: str) -> float:
 
 
 def _bench(args) -> int:
-    import logging
-
     from james_consistency.runtime.spark_env import local_session
 
-    from james_consistency_kit.bench import bench_messages, bench_projection, write_figures
+    from james_consistency_kit.bench import bench_messages, bench_projection
     from james_consistency_kit.bench.results import require_only_the_benched_nodes
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    for noisy in ("great_expectations", "py4j", "cassandra"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _log_the_bench()
     settings = cassandra_settings(args)
     require_only_the_benched_nodes(settings)
     spark = local_session("james-consistency-bench", settings)
@@ -177,31 +173,15 @@ def _bench(args) -> int:
     finally:
         spark.stop()
     print(json.dumps(figures, indent=2))
-    written = write_figures(figures, args.output)
-    print(f"figures: {written}")
-    if args.publish:
-        from james_consistency_kit.bench.report import write_report
-        from james_consistency_kit.bench.report_history import retire_superseded
-        from james_consistency_kit.bench.results import PUBLISHED_DIR, publish
-
-        print(f"published: {publish(written)}")
-        for name in retire_superseded(PUBLISHED_DIR):
-            print(f"moved to the history: {name}")
-        _print_report(*write_report())
-    return 0
+    return _keep(figures, args)
 
 
 def _bench_impact(args) -> int:
-    import logging
-
     from james_consistency.runtime.spark_env import local_session
 
-    from james_consistency_kit.bench import write_figures
     from james_consistency_kit.bench.impact import bench_impact
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    for noisy in ("great_expectations", "py4j", "cassandra"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _log_the_bench()
     settings = cassandra_settings(args)
     spark = local_session("james-consistency-bench-impact", settings)
     try:
@@ -220,6 +200,22 @@ def _bench_impact(args) -> int:
     finally:
         spark.stop()
     print(json.dumps({key: figures[key] for key in ("ratios", "targets", "tradeOff", "userWrites")}, indent=2))
+    return _keep(figures, args)
+
+
+def _log_the_bench() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    for noisy in ("great_expectations", "py4j", "cassandra"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _keep(figures: dict, args) -> int:
+    """A bench run's figures written; with --publish, into docs/benchmarks/ (retiring the older file of the same
+    target, size and place to the history) and the page made again."""
+    from james_consistency_kit.bench import write_figures
+
     written = write_figures(figures, args.output)
     print(f"figures: {written}")
     if args.publish:
