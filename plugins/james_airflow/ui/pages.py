@@ -13,6 +13,7 @@ from pathlib import Path
 from james_consistency.report.history import (
     KINDS,
     RunEntry,
+    files_below,
     report_or_problem,
     reports_and_problems,
     run_entries,
@@ -110,7 +111,7 @@ def running_jobs(folder: Path, now: datetime | None = None) -> list[dict]:
     (`run`: "<dag>/<run folder>" or ""), its `task` (the report's name) and whether it went `silent`."""
     now = now or datetime.now(UTC)
     running = []
-    for path in folder.rglob(f"*{PROGRESS_SUFFIX}"):
+    for path in files_below(folder, PROGRESS_SUFFIX):
         document = read_progress(path)
         if document is None or document.get("state") != RUNNING:
             continue

@@ -18,6 +18,7 @@ Its `undo` says whether the run can still be taken back (`james-consistency undo
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -111,7 +112,7 @@ def reports_and_problems(folder: Path) -> tuple[list[tuple[Path, RunReport]], li
     """Every run report below `folder` of a schema version this package reads; and each other JSON file with why it
     was left out (unreadable, no run report, a newer schema version). The jobs' progress files are not reports."""
     reports, problems = [], []
-    for path in sorted(folder.rglob("*.json")):
+    for path in files_below(folder, ".json"):
         if is_progress_file(path):
             continue
         report, problem = report_or_problem(path)
@@ -120,6 +121,17 @@ def reports_and_problems(folder: Path) -> tuple[list[tuple[Path, RunReport]], li
         else:
             problems.append((path, problem))
     return reports, problems
+
+
+def files_below(folder: Path, suffix: str) -> list[Path]:
+    """Every file below `folder` whose name ends with `suffix`, sorted. A running job's Spark output comes and goes
+    while this walks (its `_temporary` folders): folders named `_...` or `.…` are not entered, and one that vanishes
+    mid-walk is passed over rather than failing the walk (`Path.rglob` raises there on Python 3.11)."""
+    found = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if not name.startswith(("_", "."))]
+        found.extend(Path(root) / name for name in names if name.endswith(suffix))
+    return sorted(found)
 
 
 def report_or_problem(path: Path) -> tuple[RunReport | None, str | None]:
