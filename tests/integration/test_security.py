@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from james_consistency.cassandra.cql import CassandraSettings, close, connect
 from james_consistency.errors import OperatorError
+from james_consistency.report.progress import is_progress_file
 from james_consistency.runtime.paths import LOCAL_DIR
 from james_consistency.settings import setting
 from james_consistency_kit.cassandra_node import LocalNode
@@ -189,9 +190,13 @@ def test_a_dag_run_on_the_secured_node_shows_the_password_nowhere(secure_setting
             select(RenderedTaskInstanceFields.rendered_fields).where(RenderedTaskInstanceFields.run_id == run.run_id)
         ).all()
     assert xcoms and rendered
-    reports = [path.read_text() for path in run_folder("message_consistency", run.run_id).glob("*.json")]
+    written = sorted(run_folder("message_consistency", run.run_id).glob("*.json"))
+    reports = [path.read_text() for path in written if not is_progress_file(path)]
     assert len(reports) == 1 and json.loads(reports[0])["inconsistencies"]["missing"] == 40 - counts[1]
-    shown = [task_log, *map(str, xcoms), *map(str, rendered), *reports, alerts.read_text() if alerts.exists() else ""]
+    progress = [path.read_text() for path in written if is_progress_file(path)]
+    assert len(progress) == 1, "the run's progress, published beside its report for the consistency view"
+    files = [*reports, *progress]
+    shown = [task_log, *map(str, xcoms), *map(str, rendered), *files, alerts.read_text() if alerts.exists() else ""]
     for secret in (PASSWORD, secure_settings.tls_truststore_password):
         assert not [text[:200] for text in shown if secret in text]
 
