@@ -55,7 +55,7 @@ class NightWatcher(threading.Thread):
                         figures = (job["ranges"]["done"], job["ranges"]["total"])
                         if figures not in seen:
                             seen.append(figures)
-                text = self.ui.element("#running").text
+                text = self.ui.text_of("#running")
                 if self.keyspace in text and text not in self.shown:
                     self.shown.append(text)
                 time.sleep(0.3)

@@ -42,6 +42,20 @@ class Browser:
 
         return self.driver.find_element(By.CSS_SELECTOR, css)
 
+    def text_of(self, css: str, seconds: float = 10) -> str:
+        """The element's text, found again when the page replaced it in between (the Consistency view reloads itself
+        when a running job ends)."""
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+        deadline = time.time() + seconds
+        while True:
+            try:
+                return self.element(css).text
+            except (StaleElementReferenceException, NoSuchElementException):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def button(self, text: str):
         from selenium.webdriver.common.by import By
 
