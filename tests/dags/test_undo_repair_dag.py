@@ -161,7 +161,19 @@ def test_a_night_repair_undone_from_airflow_leaves_messageidtable_as_before(
     }
     assert shown["fixed"] == str(sum(repair.fixed_counts().values())) == str(fixed)
     assert shown["remaining"] == str(verify.remainingInconsistencies) == "0"
-    assert ui.element(f"[data-undo-run-dir='{repair.workDir}'] button.undo-ask").is_displayed()
+    # Its undo button: a confirmation in the page, then undo_repair triggered with the night's work folder (it stays
+    # queued: no scheduler here). That run is deleted again; the undo below runs through dag.test().
+    control = f"[data-undo-run-dir='{repair.workDir}']"
+    ui.element(f"{control} button.undo-ask").click()
+    ui.element(f"{control} button.undo-confirm").click()
+    wait_for("the undo run triggered from the page", lambda: f"{DAG_ID} run" in ui.text_of(f"{control} output"), 30)
+    anna = Api(api.base)
+    anna.login(APPROVER, APPROVER_PASSWORD)
+    triggered = [run for run in anna.runs(DAG_ID) if run["conf"] == {"run_dir": repair.workDir}]
+    assert len(triggered) == 1, ui.text_of(f"{control} output")
+    assert triggered[0]["dag_run_id"] in ui.text_of(f"{control} output")
+    removed, _ = anna.call("DELETE", f"/api/v2/dags/{DAG_ID}/dagRuns/{quote(triggered[0]['dag_run_id'], safe='')}")
+    assert removed == 204
     ui.click(f"//article[@data-keyspace='{keyspace}']//h3/a")  # this keyspace only
     wait_for("the keyspace's page", lambda: "only: every keyspace" in ui.text(), 30)
     ui.driver.switch_to.default_content()
