@@ -16,6 +16,7 @@ from urllib.parse import quote
 from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.errors import OperatorError
+from james_consistency.report.progress import is_progress_file
 from james_consistency.report.run_report import read_report, summary_line
 from james_consistency.runtime.paths import LOCAL_DIR, REPORTS_DIR
 
@@ -211,6 +212,8 @@ def _print_reports(dag_id: str, run_id: str) -> None:
     from james_airflow.runs import run_folder
 
     for path in sorted(run_folder(dag_id, run_id).glob("*.json")):
+        if is_progress_file(path):  # the job's progress beside its report, for the Consistency view
+            continue
         print(f"     {path.stem:<24} {summary_line(read_report(path))}")
 
 
