@@ -125,7 +125,7 @@ def reports_and_problems(folder: Path) -> tuple[list[tuple[Path, RunReport]], li
 
 def files_below(folder: Path, suffix: str) -> list[Path]:
     """Every file below `folder` whose name ends with `suffix`, sorted. A running job's Spark output comes and goes
-    while this walks (its `_temporary` folders): folders named `_...` or `.…` are not entered, and one that vanishes
+    while this walks (its `_temporary` folders): folders named `_…` or `.…` are not entered, and one that vanishes
     mid-walk is passed over rather than failing the walk (`Path.rglob` raises there on Python 3.11)."""
     found = []
     for root, folders, names in os.walk(folder):
