@@ -16,7 +16,6 @@ from urllib.parse import quote
 from james_consistency.cassandra.cql import CassandraSettings
 from james_consistency.cassandra.schema import validate_keyspace_name
 from james_consistency.errors import OperatorError
-from james_consistency.report.progress import is_progress_file
 from james_consistency.report.run_report import read_report, summary_line
 from james_consistency.runtime.paths import LOCAL_DIR, REPORTS_DIR
 
@@ -209,11 +208,9 @@ def _show_run(api, dag_id: str, run_id: str) -> str:
 
 
 def _print_reports(dag_id: str, run_id: str) -> None:
-    from james_airflow.runs import run_folder
+    from james_airflow.runs import report_files
 
-    for path in sorted(run_folder(dag_id, run_id).glob("*.json")):
-        if is_progress_file(path):  # the job's progress beside its report, for the Consistency view
-            continue
+    for path in report_files(dag_id, run_id):
         print(f"     {path.stem:<24} {summary_line(read_report(path))}")
 
 

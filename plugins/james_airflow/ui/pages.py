@@ -19,10 +19,10 @@ from james_consistency.report.history import (
     run_entries,
     still_undoable,
 )
-from james_consistency.report.progress import PROGRESS_SUFFIX, RUNNING, is_progress_file, read_progress
+from james_consistency.report.progress import PROGRESS_SUFFIX, RUNNING, read_progress
 from james_consistency.report.run_report import RunReport
 
-from james_airflow.runs import AIRFLOW_REPORTS_DIR, run_folder
+from james_airflow.runs import AIRFLOW_REPORTS_DIR, report_files, run_folder
 
 # The nights a chart shows, per keyspace and target.
 CHART_RUNS = 14
@@ -144,10 +144,9 @@ def run_steps(dag_id: str, run_id: str, jobs: list[str]) -> list[StepReport]:
     task without a report is a step whose report is missing."""
     folder = run_folder(dag_id, run_id)
     steps = {}
-    for path in sorted(folder.glob("*.json")):
-        if not is_progress_file(path):
-            report, problem = report_or_problem(path)
-            steps[path.stem] = StepReport(path.stem, str(path), report=report, problem=problem)
+    for path in report_files(dag_id, run_id):
+        report, problem = report_or_problem(path)
+        steps[path.stem] = StepReport(path.stem, str(path), report=report, problem=problem)
     for task in jobs:
         if task not in steps:
             path = folder / f"{task}.json"
