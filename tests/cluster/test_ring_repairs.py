@@ -101,11 +101,35 @@ def test_the_executors_run_the_shipped_zip_on_a_python_without_the_project(ring,
     assert "No module named 'james_consistency'" in not_shipped.stdout + not_shipped.stderr
 
 
-def test_one_node_lost_in_the_middle_of_a_repair_the_run_completes_at_local_quorum(
-    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path
+def test_nodes_lost_mid_repair_one_the_run_completes_two_it_fails_fast_and_the_next_night_through_airflow_converges(
+    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path, monkeypatch
 ):
+    """One ring story, so that the ring is made whole once: node 3 lost in the middle of a repair (LOCAL_QUORUM is
+    still reached, the run completes), then, node 3 still down, node 2 lost in the middle of the next repair (the run
+    fails fast), then both back and the next night through Airflow."""
+    try:
+        one_node_lost_the_run_completes_at_local_quorum(ring, spark_standalone, ring_cql, ring_keyspace, tmp_path)
+        figures, broken = two_nodes_lost_the_run_fails_fast(ring, spark_standalone, ring_keyspace, tmp_path)
+    finally:
+        restart(ring, ring_keyspace, 2, 3)
+
+    # The next night: one message_consistency DAG run whose Spark jobs go to the cluster adds what the fixes left.
+    from james_airflow.runs import read_report
+
+    left = broken - figures["addedMessageIdEntries"]
+    run, summary = night_through_airflow(ring, spark_standalone, ring_keyspace, monkeypatch)
+    assert summary["repair"]["status"] == "COMPLETED"
+    assert summary["repair"]["addedMessageIdEntries"] == left
+    repair = read_report("message_consistency", run.run_id, "repair")
+    assert repair.liveReads == "projection by partition, truth by direct join", "read by the executors, not the driver"
+    assert summary["verify"]["remainingInconsistencies"] == 0
+    assert_projection_equals_truth(ring_cql, ring_keyspace)
+
+
+def one_node_lost_the_run_completes_at_local_quorum(ring, spark_standalone, ring_cql, ring_keyspace, tmp_path):
+    """Node 3 stopped while a throttled repair writes its fixes; it stays down (the caller restarts it)."""
     broken = break_projection(ring, ring_keyspace, 0.05, 2)
-    report, terminal = tmp_path / "repair.json", tmp_path / "repair.out"
+    report, terminal = tmp_path / "one-lost.json", tmp_path / "one-lost.out"
     log_path = job_log(report)
     with open(terminal, "w") as log:
         # Throttled so that the fixes are still being written when the node goes.
@@ -117,7 +141,6 @@ def test_one_node_lost_in_the_middle_of_a_repair_the_run_completes_at_local_quor
             assert repair.wait(timeout=600) == 0, read_log(log_path)[-3000:]
         finally:
             repair.kill()
-            restart(ring, ring_keyspace, 3)
     figures = json.loads(report.read_text())
     assert figures["status"] == "COMPLETED"
     assert figures["addedMessageIdEntries"] == broken
@@ -125,24 +148,23 @@ def test_one_node_lost_in_the_middle_of_a_repair_the_run_completes_at_local_quor
     assert_projection_equals_truth(ring_cql, ring_keyspace)
 
 
-def test_two_nodes_lost_the_run_fails_fast_and_the_next_night_through_airflow_converges_on_the_cluster(
-    ring, spark_standalone, ring_cql, ring_keyspace, tmp_path, monkeypatch
-):
+def two_nodes_lost_the_run_fails_fast(ring, spark_standalone, ring_keyspace, tmp_path) -> tuple[dict, int]:
+    """Node 2 stopped while a throttled repair writes its fixes, node 3 being down already: the run's report and
+    what was broken. Both nodes stay down (the caller restarts them)."""
     broken = break_projection(ring, ring_keyspace, 0.05, 3)
-    report, terminal = tmp_path / "repair.json", tmp_path / "repair.out"
+    report, terminal = tmp_path / "two-lost.json", tmp_path / "two-lost.out"
     log_path = job_log(report)
     with open(terminal, "w") as log:
         repair = start_repair(ring, spark_standalone, ring_keyspace, report, log, "--messages-per-second", "10")
         try:
             wait_for_line(log_path, "gate plan_safety: passed", repair)
             time.sleep(2)
-            assert ring.stop(2) == [2] and ring.stop(3) == [3]
+            assert ring.stop(2) == [2]
             lost = time.perf_counter()
             code = repair.wait(timeout=600)
             seconds_to_fail = time.perf_counter() - lost
         finally:
             repair.kill()
-            restart(ring, ring_keyspace, 2, 3)
     output = read_log(log_path)
     print(f"two nodes lost: exit {code} {seconds_to_fail:.1f}s after the loss")
     assert code != 0, output[-3000:]
@@ -162,18 +184,7 @@ def test_two_nodes_lost_the_run_fails_fast_and_the_next_night_through_airflow_co
     assert any(any(said in reason for said in unreached) for reason in reasons), reasons[:3]
     named = ("LOCAL_QUORUM", "SERIAL", "Cassandra unreachable")
     assert all(any(said in reason for said in named) for reason in reasons), reasons[:3]
-
-    # The next night: one message_consistency DAG run whose Spark jobs go to the cluster adds what the fixes left.
-    from james_airflow.runs import read_report
-
-    left = broken - figures["addedMessageIdEntries"]
-    run, summary = night_through_airflow(ring, spark_standalone, ring_keyspace, monkeypatch)
-    assert summary["repair"]["status"] == "COMPLETED"
-    assert summary["repair"]["addedMessageIdEntries"] == left
-    repair = read_report("message_consistency", run.run_id, "repair")
-    assert repair.liveReads == "projection by partition, truth by direct join", "read by the executors, not the driver"
-    assert summary["verify"]["remainingInconsistencies"] == 0
-    assert_projection_equals_truth(ring_cql, ring_keyspace)
+    return figures, broken
 
 
 def night_through_airflow(ring, spark_standalone: str, keyspace: str, monkeypatch):
