@@ -57,14 +57,38 @@ def run(
     timeout: float | None = None,
 ):
     """Runs one harness command against the node of `settings` and returns its parsed JSON result."""
-    line = [*java_command(version, command), command, "--host", settings.host, "--port", str(settings.port), *arguments]
+    line = [*java_command(version, command), command, *_connection(settings), *arguments]
+    return _completed(version, command, line, settings, timeout)
+
+
+def run_batch(
+    version: str, commands: list[tuple[str, list[str]]], settings: CassandraSettings, timeout: float | None = None
+) -> list:
+    """Runs harness commands (command, arguments) one after the other in one JVM against the node of `settings`, and
+    returns their parsed JSON results: a platform written then broken by James costs one JVM start, not one per
+    command. James's own tasks (`solve`) run alone: the bench times them."""
+    if any(command == "solve" for command, _ in commands):
+        raise ValueError("solve runs alone (run), with the JVM's defaults")
+    lines = [[command, *_connection(settings), *arguments] for command, arguments in commands]
+    return _completed(
+        version, "batch", [*java_command(version, "batch"), "batch"], settings, timeout, json.dumps(lines)
+    )
+
+
+def _connection(settings: CassandraSettings) -> list[str]:
+    return ["--host", settings.host, "--port", str(settings.port)]
+
+
+def _completed(version: str, command: str, line: list[str], settings, timeout, stdin: str | None = None):
     environment = dict(os.environ)
     for name, value in (("CASSANDRA_USERNAME", settings.username), ("CASSANDRA_PASSWORD", settings.password)):
         if value:
             environment[name] = value
         else:
             environment.pop(name, None)
-    completed = subprocess.run(line, capture_output=True, text=True, env=environment, timeout=timeout, check=False)
+    completed = subprocess.run(
+        line, input=stdin, capture_output=True, text=True, env=environment, timeout=timeout, check=False
+    )
     if completed.returncode == 2:
         raise OperatorError(f"James {version} harness: {_last_line(completed.stderr)}")
     if completed.returncode != 0:

@@ -201,6 +201,23 @@ def test_wrong_input_is_one_line(cassandra_settings):
         james_harness.run("3.8.1", "break", ["--keyspace", "k", "--kind", "nope", "--rate", "0.1"], cassandra_settings)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_batch_answers_each_command_in_order_and_a_wrong_one_in_one_line(cassandra_settings, version):
+    listed, (kind, *_) = james_harness.run_batch(
+        version, [("break", ["--list"]), ("break", ["--list"])], cassandra_settings
+    )
+    assert listed == james_harness.run(version, "break", ["--list"], cassandra_settings)
+    assert kind["kind"] and kind["target"]
+    with pytest.raises(james_harness.OperatorError, match="nope"):
+        james_harness.run_batch(
+            version,
+            [("break", ["--list"]), ("break", ["--keyspace", "k", "--kind", "nope", "--rate", "0.1"])],
+            cassandra_settings,
+        )
+    with pytest.raises(ValueError, match="solve runs alone"):
+        james_harness.run_batch(version, [("solve", ["messages", "--keyspace", "k"])], cassandra_settings)
+
+
 @pytest.mark.end_to_end
 def test_james_381_break_usermailboxacl_leaves_the_grant_in_the_events_only(cql, cassandra_settings, new_keyspace):
     if not james_harness.is_built("3.8.1"):

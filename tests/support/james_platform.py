@@ -139,24 +139,25 @@ def _locked(path: Path):
 
 
 def _write_template(cql, settings, template: str, version: str, sizes: tuple, broken: bool) -> dict:
+    """James writes the template (schema, seed, and for a broken one the kinds its break lists), each step one
+    command of a harness batch: one JVM for the platform, one for its faults."""
     users, mailboxes_per_user, messages_per_mailbox = sizes
     on_template = ["--keyspace", template]
     cql.execute(f"DROP KEYSPACE IF EXISTS {template}", timeout=120)
-    james_harness.run(version, "schema", on_template, settings)
-    counts = james_harness.run(
-        version,
-        "seed",
-        [*on_template, "--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
-        + ["--messages-per-mailbox", str(messages_per_mailbox)],
-        settings,
+    seed = [*on_template, "--users", str(users), "--mailboxes-per-user", str(mailboxes_per_user)]
+    seed += ["--messages-per-mailbox", str(messages_per_mailbox)]
+    _, counts, listed = james_harness.run_batch(
+        version, [("schema", on_template), ("seed", seed), ("break", ["--list"])], settings
     )
     if not broken:
         return counts
+    kinds = [kind for kind in listed if kind["target"] != "attachments"]
+    breaks = [
+        ("break", [*on_template, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)])
+        for number, kind in enumerate(kinds)
+    ]
     left: dict[str, int] = {}
-    listed = james_harness.run(version, "break", ["--list"], settings)
-    for number, kind in enumerate(kind for kind in listed if kind["target"] != "attachments"):
-        arguments = [*on_template, "--kind", kind["kind"], "--rate", "0.3", "--random-seed", str(number)]
-        manifest = james_harness.run(version, "break", arguments, settings)
+    for kind, manifest in zip(kinds, james_harness.run_batch(version, breaks, settings), strict=True):
         left[kind["target"]] = left.get(kind["target"], 0) + len(manifest["inconsistencies"])
     return left
 

@@ -1,6 +1,7 @@
 package org.apache.james.consistency.harness;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -9,7 +10,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * The James 3.5.0 harness: `schema`, `seed`, `break` and `solve` against one keyspace, with James's own code.
- * stdout carries exactly one JSON document; everything else goes to stderr.
+ * stdout carries exactly one JSON document; everything else goes to stderr. `batch` runs the command lines of a JSON
+ * array of arrays read from stdin one after the other in this JVM, and prints the array of their results (a test
+ * platform written and broken by James costs one JVM start instead of one per command).
  * Exit codes: 0 done, 2 bad input (one line on stderr), 1 anything else (stack trace on stderr).
  */
 public class Main {
@@ -53,8 +56,17 @@ public class Main {
                 return SolveCommand.run(new Options(rest, with("--messages-per-second")));
             case "acl":
                 return AclCommand.run(new Options(rest, with()));
+            case "batch":
+                List<Object> results = new ArrayList<>();
+                for (String[] line : new ObjectMapper().readValue(System.in, String[][].class)) {
+                    if (line.length > 0 && line[0].equals("batch")) {
+                        throw new BadInput("a batch holds no batch");
+                    }
+                    results.add(run(Arrays.asList(line)));
+                }
+                return results;
             default:
-                throw new BadInput("unknown command '" + command + "': use schema, seed, break, solve or acl");
+                throw new BadInput("unknown command '" + command + "': use schema, seed, break, solve, acl or batch");
         }
     }
 
