@@ -153,6 +153,9 @@ def test_a_night_repair_undone_from_airflow_leaves_messageidtable_as_before(
     # The Consistency page, as the night's reports say: found per kind, fixed, remaining; its undo button.
     ui.driver.get(f"{api.base}/plugin/james-consistency")
     ui.frame("Consistency")
+    # A job the page still saw running when it loaded reloads it once the job's end shows: undo on the settled page
+    # (a reload between the click and the answer would take the answer away).
+    wait_for("no job running on the page", lambda: not ui.driver.find_elements(By.CSS_SELECTOR, ".progress .job"), 60)
     article = ui.element(f"article[data-keyspace='{keyspace}'][data-target='messages']")
     shown = {cell.get_attribute("data-figure"): cell.text for cell in article.find_elements(By.CSS_SELECTOR, "td")}
     assert shown["found"] == str(check.found) and shown["status"] == "COMPLETED (64/64 ranges)"
@@ -166,7 +169,16 @@ def test_a_night_repair_undone_from_airflow_leaves_messageidtable_as_before(
     control = f"[data-undo-run-dir='{repair.workDir}']"
     ui.element(f"{control} button.undo-ask").click()
     ui.element(f"{control} button.undo-confirm").click()
-    wait_for("the undo run triggered from the page", lambda: f"{DAG_ID} run" in ui.text_of(f"{control} output"), 30)
+    said = []  # what the page answered, named if the run never shows (a refused or slow trigger)
+
+    def undo_run_shown() -> bool:
+        said.append(ui.text_of(f"{control} output"))
+        return f"{DAG_ID} run" in said[-1]
+
+    try:
+        wait_for("the undo run triggered from the page", undo_run_shown, 90)
+    except TimeoutError as timeout:
+        raise AssertionError(f"{timeout}; the page's answer: {said[-1:]!r}") from None
     anna = Api(api.base)
     anna.login(APPROVER, APPROVER_PASSWORD)
     triggered = [run for run in anna.runs(DAG_ID) if run["conf"] == {"run_dir": repair.workDir}]
