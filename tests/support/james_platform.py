@@ -2,7 +2,7 @@
 tests that need a consistent platform to break, or one James broke itself.
 
 James writes (and breaks) each size of platform once per harness build, into a template keyspace (a seed costs
-James's JVM and its whole write path: tens of seconds, and each of its faults a JVM more), whose definitions and rows
+James's JVM and its whole write path: tens of seconds, and its faults a JVM more), whose definitions and rows
 are kept in a JSON file of `.local/james-templates/` named after the harness jar and the recipe below: the other
 pytest-xdist worker (its own node) and the next test sessions of the checkout (`make test-end-to-end` after `make
 test`) read them there instead of running James again. Every test then gets its own copy: the template's tables
